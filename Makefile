@@ -1,0 +1,49 @@
+# Rukh. `make demo` sets up and runs the main job; `make test` is the test
+# command CI runs (.ci/run).
+
+GO       ?= go
+BIN      := $(CURDIR)/bin
+DEMOHOME := $(CURDIR)/.demo
+FUZZTIME ?= 60s
+
+.PHONY: all build demo test vet fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
+
+# A throwaway RUKH_HOME, so the demo never touches your own installation.
+demo: build
+	@rm -rf $(DEMOHOME) && mkdir -p $(DEMOHOME)
+	@echo "== RUKH_HOME=$(DEMOHOME)"
+	@RUKH_HOME=$(DEMOHOME) $(BIN)/rukh version
+	@for ext in examples/deploy examples/greet examples/legacy; do \
+		echo; echo "== rukh ext validate $$ext"; \
+		RUKH_HOME=$(DEMOHOME) $(BIN)/rukh ext validate $$ext || exit 1; \
+	done
+	@echo; echo "== a broken release is refused with every problem named (exit status 1 expected)"
+	@RUKH_HOME=$(DEMOHOME) $(BIN)/rukh ext validate tests/testdata/broken-release; \
+		status=$$?; echo "exit status $$status"; test $$status -eq 1
+
+test: vet
+	$(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+# Each fuzz target for FUZZTIME (go test fuzzes one target at a time).
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./descriptor/
+	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./resultschema/
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateResult$$' -fuzztime=$(FUZZTIME) ./resultschema/
+	$(GO) test -run='^$$' -fuzz='^FuzzArguments$$' -fuzztime=$(FUZZTIME) ./values/
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/strictjson/
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/
+
+clean:
+	rm -rf $(BIN) $(DEMOHOME)

@@ -1,0 +1,102 @@
+// Package app is the embeddable entry point of a Rukh-based CLI: an
+// embedder names its tool in a Config and calls Main from a thin main.
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/rukh-cli/rukh/cli"
+)
+
+// Config names the CLI. Everything user-visible derives from Name: the
+// binary's help, the NAME_HOME variable and the XDG folder names.
+type Config struct {
+	Name string // lowercase, like "rukh" or "acme"
+}
+
+// Rukh is the reference configuration.
+var Rukh = Config{Name: "rukh"}
+
+// HomeEnv is the variable that puts every file of the CLI under one
+// directory, e.g. RUKH_HOME.
+func (c Config) HomeEnv() string {
+	return strings.ToUpper(strings.ReplaceAll(c.Name, "-", "_")) + "_HOME"
+}
+
+// Paths resolves where the CLI keeps its files from the environment:
+// NAME_HOME when set, otherwise the XDG base directories.
+func (c Config) Paths(getenv func(string) string) (cli.Paths, error) {
+	if home := getenv(c.HomeEnv()); home != "" {
+		if !filepath.IsAbs(home) {
+			return cli.Paths{}, fmt.Errorf("%s=%q is not an absolute path", c.HomeEnv(), home)
+		}
+		return cli.Paths{
+			Data:    filepath.Join(home, "data"),
+			Config:  filepath.Join(home, "config"),
+			Runtime: filepath.Join(home, "run"),
+		}, nil
+	}
+	userHome := getenv("HOME")
+	xdg := func(env, fallback string) (string, error) {
+		if dir := getenv(env); filepath.IsAbs(dir) {
+			return filepath.Join(dir, c.Name), nil
+		}
+		if userHome == "" {
+			return "", fmt.Errorf("neither %s nor $HOME is set; set %s", env, c.HomeEnv())
+		}
+		return filepath.Join(userHome, fallback, c.Name), nil
+	}
+	var p cli.Paths
+	var err error
+	if p.Data, err = xdg("XDG_DATA_HOME", ".local/share"); err != nil {
+		return p, err
+	}
+	if p.Config, err = xdg("XDG_CONFIG_HOME", ".config"); err != nil {
+		return p, err
+	}
+	if dir := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(dir) {
+		p.Runtime = filepath.Join(dir, c.Name)
+	} else {
+		// No runtime dir (no login session): keep sockets under the data
+		// dir rather than in a shared /tmp.
+		p.Runtime = filepath.Join(p.Data, "run")
+	}
+	return p, nil
+}
+
+// Main runs the CLI with the process's streams, environment and signals
+// and returns its exit status.
+func Main(cfg Config, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
+}
+
+// Run runs the CLI with explicit streams and environment, for tests and
+// embedders.
+func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, getenv func(string) string) int {
+	f := &cli.Factory{
+		Name:    cfg.Name,
+		IO:      ios,
+		HomeEnv: cfg.HomeEnv(),
+		Paths:   func() (cli.Paths, error) { return cfg.Paths(getenv) },
+	}
+	return cli.Execute(ctx, f, args)
+}
+
+// DaemonMain is rukhd's entry point. The daemon arrives with the daemon
+// issue; until then it says so instead of pretending to serve.
+func DaemonMain(cfg Config, args []string) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "version") {
+		fmt.Fprintf(os.Stdout, "%sd %s\n", cfg.Name, cli.BuildVersion())
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "%sd: the daemon is not part of this build yet; %s works without it\n", cfg.Name, cfg.Name)
+	return cli.ExitUnavailable
+}

@@ -1,0 +1,86 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rukh-cli/rukh/app"
+	"github.com/rukh-cli/rukh/cli"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestPaths(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     app.Config
+		env     func(string) string
+		want    cli.Paths
+		wantErr string
+	}{
+		{"home wins", app.Rukh, env("RUKH_HOME", "/h", "XDG_DATA_HOME", "/x"), cli.Paths{Data: "/h/data", Config: "/h/config", Runtime: "/h/run"}, ""},
+		{"embedder's own variable", app.Config{Name: "acme"}, env("RUKH_HOME", "/h", "ACME_HOME", "/a"), cli.Paths{Data: "/a/data", Config: "/a/config", Runtime: "/a/run"}, ""},
+		{"xdg", app.Rukh, env("HOME", "/u", "XDG_DATA_HOME", "/xd", "XDG_CONFIG_HOME", "/xc", "XDG_RUNTIME_DIR", "/run/user/1"), cli.Paths{Data: "/xd/rukh", Config: "/xc/rukh", Runtime: "/run/user/1/rukh"}, ""},
+		{"xdg defaults", app.Rukh, env("HOME", "/u"), cli.Paths{Data: "/u/.local/share/rukh", Config: "/u/.config/rukh", Runtime: "/u/.local/share/rukh/run"}, ""},
+		{"relative xdg is ignored", app.Rukh, env("HOME", "/u", "XDG_DATA_HOME", "rel"), cli.Paths{Data: "/u/.local/share/rukh", Config: "/u/.config/rukh", Runtime: "/u/.local/share/rukh/run"}, ""},
+		{"relative home", app.Rukh, env("RUKH_HOME", "rel"), cli.Paths{}, `RUKH_HOME="rel" is not an absolute path`},
+		{"nothing set", app.Rukh, env(), cli.Paths{}, "neither XDG_DATA_HOME nor $HOME is set; set RUKH_HOME"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.cfg.Paths(tt.env)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("Paths() = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	tests := []struct {
+		args       []string
+		want       int
+		wantStderr string
+	}{
+		{[]string{"version"}, cli.ExitOK, ""},
+		{[]string{"--help"}, cli.ExitOK, ""},
+		{[]string{}, cli.ExitOK, ""},
+		{[]string{"nosuch"}, cli.ExitUsage, `rukh: unknown command "nosuch"`},
+		{[]string{"ext", "nosuch"}, cli.ExitUsage, `unknown command "nosuch" for "rukh ext"`},
+		{[]string{"version", "--colour"}, cli.ExitUsage, "unknown flag: --colour"},
+		{[]string{"ext", "validate"}, cli.ExitUsage, "takes exactly one release directory"},
+		{[]string{"ext", "validate", "../examples/greet"}, cli.ExitOK, ""},
+		{[]string{"ext", "validate", "../examples/nosuch"}, cli.ExitFailed, "descriptor_missing"},
+		{[]string{"ext", "validate", "../tests/testdata/broken-release"}, cli.ExitFailed, "not_eligible"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			ios := cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+			got := app.Run(context.Background(), app.Rukh, tt.args, ios, env("RUKH_HOME", t.TempDir()))
+			if got != tt.want {
+				t.Errorf("exit status %d, want %d\nstdout: %s\nstderr: %s", got, tt.want, &out, &errOut)
+			}
+			if tt.wantStderr == "" && errOut.Len() > 0 {
+				t.Errorf("unexpected stderr: %s", &errOut)
+			}
+			if !strings.Contains(errOut.String(), tt.wantStderr) {
+				t.Errorf("stderr %q does not contain %q", &errOut, tt.wantStderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit statuses. This is the one table; README.md documents it.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1   // the check or operation found problems (e.g. an invalid release)
+	ExitUsage       = 2   // invalid input: unknown flag, wrong type, missing argument
+	ExitUnavailable = 69  // unsupported or unavailable
+	ExitSoftware    = 70  // execution failure
+	ExitTempFail    = 75  // host or store unavailable
+	ExitDenied      = 77  // denied
+	ExitDeadline    = 124 // deadline expired
+	ExitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM)
+)
+
+// ExitError carries an exit status out of a command. When Reported is
+// set, the command already told the user what went wrong.
+type ExitError struct {
+	Status   int
+	Err      error
+	Reported bool
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Status)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// UsageError is a problem with how a command was called.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// exitStatus maps an error returned by a command to an exit status.
+func exitStatus(err error) int {
+	var ee *ExitError
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.Status
+	case errors.As(err, &ue):
+		return ExitUsage
+	}
+	return ExitFailed
+}

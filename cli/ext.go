@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/spf13/cobra"
+)
+
+func newExtCmd(f *Factory) *cobra.Command {
+	cmd := noArgsGroup(&cobra.Command{
+		Use:   "ext",
+		Short: "Validate, pack and install extension releases",
+	})
+	cmd.AddCommand(newExtValidateCmd(f, nil))
+	return cmd
+}
+
+// ValidateOptions are the inputs of `ext validate`.
+type ValidateOptions struct {
+	IO   IOStreams
+	Dir  string
+	JSON bool
+}
+
+func newExtValidateCmd(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
+	opts := &ValidateOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "validate DIR",
+		Short: "Check an extension release directory and list its commands",
+		Long: `Check the release in DIR: its rukh-extension.json against every rule of its
+format, and each command's program inside DIR. A valid release prints its
+command table and exits 0; an invalid one prints every problem with its
+code and JSON pointer to stderr (or in the JSON) and exits 1.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &UsageError{fmt.Errorf("ext validate takes exactly one release directory, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.Dir = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return validateRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the verdict as JSON on stdout")
+	return cmd
+}
+
+// validateReport is the JSON form of a verdict.
+type validateReport struct {
+	Valid     bool                `json:"valid"`
+	Dir       string              `json:"dir"`
+	Schema    string              `json:"schema,omitempty"`
+	Package   string              `json:"package,omitempty"`
+	Version   string              `json:"version,omitempty"`
+	Publisher string              `json:"publisher,omitempty"`
+	Commands  []validateCommand   `json:"commands"`
+	Errors    []*descriptor.Error `json:"errors"`
+}
+
+type validateCommand struct {
+	Identity string              `json:"identity"`
+	Path     []string            `json:"path"`
+	Aliases  [][]string          `json:"aliases"`
+	Summary  string              `json:"summary"`
+	Mapping  string              `json:"mapping"`
+	Result   string              `json:"result,omitempty"`
+	Eligible bool                `json:"eligible"`
+	Reasons  []descriptor.Reason `json:"reasons"`
+}
+
+func validateRun(opts *ValidateOptions) error {
+	d, err := descriptor.Load(opts.Dir)
+	var errs descriptor.Errors
+	if err != nil && !errors.As(err, &errs) {
+		return err
+	}
+	rep := validateReport{Valid: err == nil, Dir: opts.Dir, Commands: []validateCommand{}, Errors: errs}
+	if rep.Errors == nil {
+		rep.Errors = descriptor.Errors{}
+	}
+	if d != nil {
+		rep.Schema, rep.Package, rep.Version, rep.Publisher = d.Schema, d.Package, d.Version, d.Publisher
+		for _, c := range d.Commands {
+			vc := validateCommand{
+				Identity: c.Identity, Path: c.Path, Aliases: c.Aliases, Summary: c.Summary,
+				Mapping: string(c.Execute.Mapping), Eligible: c.Eligibility.Eligible,
+				Reasons: c.Eligibility.Reasons,
+			}
+			if vc.Aliases == nil {
+				vc.Aliases = [][]string{}
+			}
+			if vc.Reasons == nil {
+				vc.Reasons = []descriptor.Reason{}
+			}
+			if r := c.Execute.Result; r != nil {
+				vc.Result = string(r.Kind)
+			}
+			rep.Commands = append(rep.Commands, vc)
+		}
+	}
+	if opts.JSON {
+		if err := writeJSON(opts.IO.Out, rep); err != nil {
+			return err
+		}
+	} else if rep.Valid {
+		printCommandTable(opts.IO.Out, d)
+	} else {
+		fmt.Fprintf(opts.IO.ErrOut, "%s is not a valid release: %d problem%s\n", opts.Dir, len(errs), plural(len(errs)))
+		tw := tabwriter.NewWriter(opts.IO.ErrOut, 0, 4, 2, ' ', 0)
+		for _, e := range errs {
+			path := e.Path
+			if path == "" {
+				path = "/"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", path, e.Code, e.Message)
+		}
+		tw.Flush()
+	}
+	if !rep.Valid {
+		return &ExitError{Status: ExitFailed, Err: errs, Reported: true}
+	}
+	return nil
+}
+
+func printCommandTable(w io.Writer, d *descriptor.Descriptor) {
+	fmt.Fprintf(w, "%s %s (%s, publisher %s): valid, %d command%s\n\n",
+		d.Package, d.Version, d.Schema, d.Publisher, len(d.Commands), plural(len(d.Commands)))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "IDENTITY\tROUTE\tALIASES\tMACHINE")
+	for _, c := range d.Commands {
+		aliases := make([]string, len(c.Aliases))
+		for i, a := range c.Aliases {
+			aliases[i] = strings.Join(a, " ")
+		}
+		al := strings.Join(aliases, ", ")
+		if al == "" {
+			al = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Identity, c.Route(), al, c.Eligibility)
+	}
+	tw.Flush()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,41 @@
+// Package cli is the command-line presentation of Rukh: the cobra tree of
+// built-in commands (and, later, installed extension commands), output
+// formatting and the one table of exit codes.
+package cli
+
+import (
+	"io"
+	"runtime/debug"
+)
+
+// IOStreams are the streams a command writes to: data on Out, everything
+// else (errors, diagnostics) on ErrOut.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Paths are the directories the CLI keeps its files in.
+type Paths struct {
+	Data    string `json:"data"`
+	Config  string `json:"config"`
+	Runtime string `json:"runtime"`
+}
+
+// Factory carries what commands need. Expensive dependencies are lazy
+// funcs, so building the tree or printing help never touches the disk.
+type Factory struct {
+	Name    string // the CLI's name, e.g. "rukh"
+	IO      IOStreams
+	HomeEnv string // e.g. RUKH_HOME
+	Paths   func() (Paths, error)
+}
+
+// BuildVersion is the module version of this build, or "devel".
+func BuildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// Execute builds the command tree, runs args through it and returns the
+// exit status. Errors are printed to f.IO.ErrOut, once.
+func Execute(ctx context.Context, f *Factory, args []string) int {
+	root := NewRoot(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) || !ee.Reported {
+		fmt.Fprintf(f.IO.ErrOut, "%s: %v\n", f.Name, err)
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", f.Name)
+		}
+	}
+	return exitStatus(err)
+}
+
+// NewRoot returns the root command with the built-in commands.
+func NewRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   f.Name,
+		Short: "Run trusted extension commands, for people and for agents",
+		Long: f.Name + ` runs installed extension commands. Each command is declared once
+and presented twice: here as a subcommand, and to AI agents as an MCP tool
+where the owner's profile exposes it.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &UsageError{fmt.Errorf("unknown command %q", args[0])}
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.AddCommand(newVersionCmd(f), newExtCmd(f))
+	return root
+}
+
+// noArgsGroup makes a group command print its help when run bare and
+// reject unknown subcommands as usage errors.
+func noArgsGroup(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &UsageError{fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())}
+		}
+		return nil
+	}
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	return cmd
+}

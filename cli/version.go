@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/spf13/cobra"
+)
+
+type versionInfo struct {
+	Name              string   `json:"name"`
+	Version           string   `json:"version"`
+	Go                string   `json:"go"`
+	DescriptorFormats []string `json:"descriptorFormats"`
+	Features          []string `json:"features"`
+	Paths             *Paths   `json:"paths,omitempty"`
+}
+
+func newVersionCmd(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version and the formats this build supports",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := versionInfo{
+				Name:              f.Name,
+				Version:           BuildVersion(),
+				Go:                runtime.Version(),
+				DescriptorFormats: []string{descriptor.FormatV1, descriptor.FormatV2},
+				Features:          descriptor.KnownFeatures,
+			}
+			// Where files live is useful here, but not worth failing for.
+			if p, err := f.Paths(); err == nil {
+				v.Paths = &p
+			}
+			if asJSON {
+				return writeJSON(f.IO.Out, v)
+			}
+			fmt.Fprintf(f.IO.Out, "%s %s (%s)\ndescriptor formats: %s\nmachine features: %s\n",
+				v.Name, v.Version, v.Go, strings.Join(v.DescriptorFormats, ", "), strings.Join(v.Features, ", "))
+			if v.Paths != nil {
+				fmt.Fprintf(f.IO.Out, "data: %s\nconfig: %s\nruntime: %s\n", v.Paths.Data, v.Paths.Config, v.Paths.Runtime)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

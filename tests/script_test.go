@@ -1,0 +1,34 @@
+// Package tests runs Rukh's end-to-end scripts: each file in
+// testdata/script is a testscript (txtar) that drives the real rukh
+// binary entry point with its own RUKH_HOME.
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/rukh-cli/rukh/app"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"rukh": func() { os.Exit(app.Main(app.Rukh, os.Args[1:])) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	examples, err := filepath.Abs(filepath.Join("..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("RUKH_HOME", filepath.Join(env.WorkDir, ".rukh"))
+			env.Setenv("EXAMPLES", examples)
+			return nil
+		},
+	})
+}
