@@ -138,9 +138,14 @@ func BenchmarkCheck(b *testing.B) {
 	for i := 0; i < 200; i++ {
 		props = append(props, fmt.Sprintf(`"property-%d":{"type":"string","title":"t","maxLength":64,"enum":["a","b","c","d","e"]}`, i))
 	}
+	var many []string // as many subschemas as the member limit allows
+	for i := 0; i < (DefaultLimits().Members-3)/2; i++ {
+		many = append(many, fmt.Sprintf(`"p%d":{"type":"integer"}`, i))
+	}
 	for _, tc := range []struct{ name, schema string }{
 		{"typical", statusSchema},
 		{"large", obj(strings.Join(props, ","), "")},
+		{"most-subschemas", obj(strings.Join(many, ","), "")},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(tc.schema)))

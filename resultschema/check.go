@@ -549,7 +549,8 @@ func (c *checker) required(v *strictjson.Value, props map[string]prop) []string 
 
 // counter checks a length or cardinality counter: a plain non-negative
 // integer literal (digits only; no sign, fraction or exponent, so 2.0 and
-// 2e0 are rejected) of at most maxCounter.
+// 2e0 are rejected) of at most maxCounter. It reports anything else and
+// returns false.
 func (c *checker) counter(v *strictjson.Value, kw string) bool {
 	if v.Kind == strictjson.Number && len(v.Text) <= 16 {
 		plain := true

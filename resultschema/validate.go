@@ -156,8 +156,7 @@ type validator struct {
 	path     []token // of the value being checked, below /data
 }
 
-// token is a reference token: a member name, or an index when name is
-// unset (index >= 0).
+// token is a reference token: a member name (index -1) or an array index.
 type token struct {
 	name  string
 	index int

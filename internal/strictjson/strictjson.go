@@ -133,7 +133,7 @@ func Parse(data []byte, lim Limits) (*Value, error) {
 	}
 	p := &parser{data: data, lim: lim}
 	p.skipSpace()
-	v, err := p.value("", 0)
+	v, err := p.value(nil, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +155,25 @@ func firstInvalidUTF8(b []byte) int {
 	return len(b)
 }
 
+// path is the location of the value being parsed, kept as a chain of
+// tokens so that the JSON pointer is only built when an error needs it.
+type path struct {
+	parent *path
+	name   string // member name, or "" when index is used
+	index  int    // array index, or -1
+}
+
+func (p *path) pointer() string {
+	if p == nil {
+		return ""
+	}
+	tok := p.name
+	if p.index >= 0 {
+		tok = strconv.Itoa(p.index)
+	}
+	return AppendPointer(p.parent.pointer(), tok)
+}
+
 type parser struct {
 	data    []byte
 	pos     int
@@ -162,8 +181,8 @@ type parser struct {
 	members int
 }
 
-func (p *parser) errorf(code Code, ptr string, format string, args ...any) *Error {
-	return &Error{Code: code, Pointer: ptr, Offset: p.pos, Message: fmt.Sprintf(format, args...)}
+func (p *parser) errorf(code Code, at *path, format string, args ...any) *Error {
+	return &Error{Code: code, Pointer: at.pointer(), Offset: p.pos, Message: fmt.Sprintf(format, args...)}
 }
 
 func (p *parser) skipSpace() {
@@ -177,24 +196,24 @@ func (p *parser) skipSpace() {
 	}
 }
 
-func (p *parser) value(ptr string, depth int) (*Value, error) {
+func (p *parser) value(at *path, depth int) (*Value, error) {
 	if p.pos >= len(p.data) {
-		return nil, p.errorf(CodeSyntax, ptr, "unexpected end of input; expected a value")
+		return nil, p.errorf(CodeSyntax, at, "unexpected end of input; expected a value")
 	}
 	start := p.pos
 	switch c := p.data[p.pos]; {
 	case c == '{':
-		return p.object(ptr, depth+1)
+		return p.object(at, depth+1)
 	case c == '[':
-		return p.array(ptr, depth+1)
+		return p.array(at, depth+1)
 	case c == '"':
-		s, err := p.str(ptr)
+		s, err := p.str(at)
 		if err != nil {
 			return nil, err
 		}
 		return &Value{Kind: String, Text: s, Start: start, End: p.pos}, nil
 	case c == '-' || (c >= '0' && c <= '9'):
-		lit, err := p.number(ptr)
+		lit, err := p.number(at)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +225,7 @@ func (p *parser) value(ptr string, depth int) (*Value, error) {
 	case p.literal("null"):
 		return &Value{Kind: Null, Start: start, End: p.pos}, nil
 	default:
-		return nil, p.errorf(CodeSyntax, ptr, "unexpected character %q; expected a value", rune(c))
+		return nil, p.errorf(CodeSyntax, at, "unexpected character %q; expected a value", rune(c))
 	}
 }
 
@@ -218,23 +237,23 @@ func (p *parser) literal(word string) bool {
 	return false
 }
 
-func (p *parser) enter(ptr string, depth int) error {
+func (p *parser) enter(at *path, depth int) error {
 	if depth > p.lim.MaxDepth {
-		return p.errorf(CodeTooDeep, ptr, "nesting is deeper than %d", p.lim.MaxDepth)
+		return p.errorf(CodeTooDeep, at, "nesting is deeper than %d", p.lim.MaxDepth)
 	}
 	return nil
 }
 
-func (p *parser) count(ptr string) error {
+func (p *parser) count(at *path) error {
 	p.members++
 	if p.members > p.lim.MaxMembers {
-		return p.errorf(CodeTooManyMembers, ptr, "document has more than %d members and elements", p.lim.MaxMembers)
+		return p.errorf(CodeTooManyMembers, at, "document has more than %d members and elements", p.lim.MaxMembers)
 	}
 	return nil
 }
 
-func (p *parser) object(ptr string, depth int) (*Value, error) {
-	if err := p.enter(ptr, depth); err != nil {
+func (p *parser) object(at *path, depth int) (*Value, error) {
+	if err := p.enter(at, depth); err != nil {
 		return nil, err
 	}
 	v := &Value{Kind: Object, Start: p.pos}
@@ -249,16 +268,16 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.errorf(CodeSyntax, ptr, "expected a member name in double quotes")
+			return nil, p.errorf(CodeSyntax, at, "expected a member name in double quotes")
 		}
 		keyAt := p.pos
-		name, err := p.str(ptr)
+		name, err := p.str(at)
 		if err != nil {
 			return nil, err
 		}
-		child := AppendPointer(ptr, name)
+		child := &path{parent: at, name: name, index: -1}
 		if seen[name] {
-			return nil, &Error{Code: CodeDuplicateKey, Pointer: child, Offset: keyAt,
+			return nil, &Error{Code: CodeDuplicateKey, Pointer: child.pointer(), Offset: keyAt,
 				Message: fmt.Sprintf("member %q appears more than once", name)}
 		}
 		seen[name] = true
@@ -278,7 +297,7 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 		v.Members = append(v.Members, Member{Name: name, Value: mv})
 		p.skipSpace()
 		if p.pos >= len(p.data) {
-			return nil, p.errorf(CodeSyntax, ptr, "unexpected end of input in object")
+			return nil, p.errorf(CodeSyntax, at, "unexpected end of input in object")
 		}
 		switch p.data[p.pos] {
 		case ',':
@@ -288,13 +307,13 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 			v.End = p.pos
 			return v, nil
 		default:
-			return nil, p.errorf(CodeSyntax, ptr, "expected ',' or '}' in object")
+			return nil, p.errorf(CodeSyntax, at, "expected ',' or '}' in object")
 		}
 	}
 }
 
-func (p *parser) array(ptr string, depth int) (*Value, error) {
-	if err := p.enter(ptr, depth); err != nil {
+func (p *parser) array(at *path, depth int) (*Value, error) {
+	if err := p.enter(at, depth); err != nil {
 		return nil, err
 	}
 	v := &Value{Kind: Array, Start: p.pos}
@@ -307,7 +326,7 @@ func (p *parser) array(ptr string, depth int) (*Value, error) {
 	}
 	for {
 		p.skipSpace()
-		child := AppendPointer(ptr, strconv.Itoa(len(v.Items)))
+		child := &path{parent: at, index: len(v.Items)}
 		if err := p.count(child); err != nil {
 			return nil, err
 		}
@@ -318,7 +337,7 @@ func (p *parser) array(ptr string, depth int) (*Value, error) {
 		v.Items = append(v.Items, item)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
-			return nil, p.errorf(CodeSyntax, ptr, "unexpected end of input in array")
+			return nil, p.errorf(CodeSyntax, at, "unexpected end of input in array")
 		}
 		switch p.data[p.pos] {
 		case ',':
@@ -328,13 +347,13 @@ func (p *parser) array(ptr string, depth int) (*Value, error) {
 			v.End = p.pos
 			return v, nil
 		default:
-			return nil, p.errorf(CodeSyntax, ptr, "expected ',' or ']' in array")
+			return nil, p.errorf(CodeSyntax, at, "expected ',' or ']' in array")
 		}
 	}
 }
 
 // number scans a number literal by the JSON grammar and returns it as written.
-func (p *parser) number(ptr string) (string, error) {
+func (p *parser) number(at *path) (string, error) {
 	start := p.pos
 	d := p.data
 	if d[p.pos] == '-' {
@@ -346,12 +365,12 @@ func (p *parser) number(ptr string) (string, error) {
 	case p.pos < len(d) && d[p.pos] >= '1' && d[p.pos] <= '9':
 		p.digits()
 	default:
-		return "", p.errorf(CodeSyntax, ptr, "invalid number: expected a digit")
+		return "", p.errorf(CodeSyntax, at, "invalid number: expected a digit")
 	}
 	if p.pos < len(d) && d[p.pos] == '.' {
 		p.pos++
 		if p.digits() == 0 {
-			return "", p.errorf(CodeSyntax, ptr, "invalid number: expected a digit after '.'")
+			return "", p.errorf(CodeSyntax, at, "invalid number: expected a digit after '.'")
 		}
 	}
 	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
@@ -360,7 +379,7 @@ func (p *parser) number(ptr string) (string, error) {
 			p.pos++
 		}
 		if p.digits() == 0 {
-			return "", p.errorf(CodeSyntax, ptr, "invalid number: expected a digit in the exponent")
+			return "", p.errorf(CodeSyntax, at, "invalid number: expected a digit in the exponent")
 		}
 	}
 	return string(d[start:p.pos]), nil
@@ -376,7 +395,7 @@ func (p *parser) digits() int {
 }
 
 // str scans a string starting at the opening quote and returns its text.
-func (p *parser) str(ptr string) (string, error) {
+func (p *parser) str(at *path) (string, error) {
 	p.pos++ // opening quote
 	start := p.pos
 	// Fast path: no escapes.
@@ -401,9 +420,9 @@ func (p *parser) str(ptr string) (string, error) {
 			p.pos++
 			return b.String(), nil
 		case c < 0x20:
-			return "", p.errorf(CodeSyntax, ptr, "control character %U in string must be escaped", rune(c))
+			return "", p.errorf(CodeSyntax, at, "control character %U in string must be escaped", rune(c))
 		case c == '\\':
-			if err := p.escape(ptr, &b); err != nil {
+			if err := p.escape(at, &b); err != nil {
 				return "", err
 			}
 		default:
@@ -411,13 +430,13 @@ func (p *parser) str(ptr string) (string, error) {
 			p.pos++
 		}
 	}
-	return "", p.errorf(CodeSyntax, ptr, "unterminated string")
+	return "", p.errorf(CodeSyntax, at, "unterminated string")
 }
 
-func (p *parser) escape(ptr string, b *strings.Builder) error {
+func (p *parser) escape(at *path, b *strings.Builder) error {
 	p.pos++ // backslash
 	if p.pos >= len(p.data) {
-		return p.errorf(CodeSyntax, ptr, "unterminated escape")
+		return p.errorf(CodeSyntax, at, "unterminated escape")
 	}
 	c := p.data[p.pos]
 	p.pos++
@@ -435,27 +454,27 @@ func (p *parser) escape(ptr string, b *strings.Builder) error {
 	case 't':
 		b.WriteByte('\t')
 	case 'u':
-		r, err := p.hex4(ptr)
+		r, err := p.hex4(at)
 		if err != nil {
 			return err
 		}
 		if utf16.IsSurrogate(r) {
 			if r >= 0xDC00 || !p.hasPrefix(`\u`) {
-				return p.errorf(CodeInvalidUnicode, ptr, "unpaired UTF-16 surrogate \\u%04X", r)
+				return p.errorf(CodeInvalidUnicode, at, "unpaired UTF-16 surrogate \\u%04X", r)
 			}
 			p.pos += 2
-			r2, err := p.hex4(ptr)
+			r2, err := p.hex4(at)
 			if err != nil {
 				return err
 			}
 			r = utf16.DecodeRune(r, r2)
 			if r == utf8.RuneError {
-				return p.errorf(CodeInvalidUnicode, ptr, "invalid UTF-16 surrogate pair")
+				return p.errorf(CodeInvalidUnicode, at, "invalid UTF-16 surrogate pair")
 			}
 		}
 		b.WriteRune(r)
 	default:
-		return p.errorf(CodeSyntax, ptr, "invalid escape \\%c", c)
+		return p.errorf(CodeSyntax, at, "invalid escape \\%c", c)
 	}
 	return nil
 }
@@ -464,13 +483,13 @@ func (p *parser) hasPrefix(s string) bool {
 	return strings.HasPrefix(string(p.data[p.pos:min(len(p.data), p.pos+len(s))]), s)
 }
 
-func (p *parser) hex4(ptr string) (rune, error) {
+func (p *parser) hex4(at *path) (rune, error) {
 	if p.pos+4 > len(p.data) {
-		return 0, p.errorf(CodeSyntax, ptr, "truncated \\u escape")
+		return 0, p.errorf(CodeSyntax, at, "truncated \\u escape")
 	}
 	n, err := strconv.ParseUint(string(p.data[p.pos:p.pos+4]), 16, 32)
 	if err != nil {
-		return 0, p.errorf(CodeSyntax, ptr, "invalid \\u escape")
+		return 0, p.errorf(CodeSyntax, at, "invalid \\u escape")
 	}
 	p.pos += 4
 	return rune(n), nil
