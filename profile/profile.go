@@ -1,0 +1,270 @@
+// Package profile is the owner's configuration of a Rukh CLI: the endpoint
+// namespace, which commands agents may see, and the task presets that
+// bound every invocation. A profile is validated on its own here; whether
+// its exposures name real, eligible commands is checked when a revision is
+// built from it.
+package profile
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gowebpki/jcs"
+	"github.com/rukh-cli/rukh/internal/strictjson"
+)
+
+// Profile is one owner configuration. The JSON names are pinned by
+// DESIGN §7.
+type Profile struct {
+	EndpointNamespace string          `json:"endpointNamespace"`
+	CLI               CLI             `json:"cli"`
+	MCP               MCP             `json:"mcp"`
+	Tasks             map[string]Task `json:"tasks"`
+}
+
+// CLI binds the command line to a task preset.
+type CLI struct {
+	Task string `json:"task"`
+}
+
+// MCP says what `rukh mcp` exposes and under which task preset.
+type MCP struct {
+	// Expose lists exact command identities ("acme.deploy/status") or
+	// package sets ("acme.tools/*").
+	Expose []string `json:"expose"`
+	Task   string   `json:"task"`
+	// Naming is "full" (the default: slug + full SHA-256 fingerprint) or
+	// "compact" (names that fit 64 characters; see docs/projection.md).
+	Naming string `json:"naming,omitempty"`
+}
+
+// Task is a preset that bounds invocations: which commands, how long,
+// how many at once, under which enforcement, with which access.
+type Task struct {
+	Commands      []string `json:"commands"` // identity patterns, e.g. "acme.*/*"
+	DeadlineMs    int64    `json:"deadlineMs"`
+	MaxConcurrent int      `json:"maxConcurrent"`
+	Enforcement   string   `json:"enforcement"` // host | restricted | strict
+	Allow         []Rule   `json:"allow,omitempty"`
+}
+
+// Rule allows one action on one resource; both may hold "*" wildcards.
+type Rule struct {
+	Action   string `json:"action"`
+	Resource string `json:"resource"`
+}
+
+// Limits of a profile.
+const (
+	MaxBytes         = 256 << 10
+	MaxDeadlineMs    = 24 * 60 * 60 * 1000
+	MaxConcurrent    = 256
+	MaxTasks         = 64
+	MaxPatterns      = 256
+	MaxNamespaceSize = 32
+)
+
+// Enforcement profiles.
+const (
+	EnforceHost       = "host"
+	EnforceRestricted = "restricted"
+	EnforceStrict     = "strict"
+)
+
+// Default is the profile of a store no owner has configured: the CLI may
+// run every installed command, and agents see nothing until the owner
+// exposes commands.
+func Default() *Profile {
+	return &Profile{
+		EndpointNamespace: "local",
+		CLI:               CLI{Task: "owner"},
+		MCP:               MCP{Expose: []string{}, Task: "agent"},
+		Tasks: map[string]Task{
+			"owner": {Commands: []string{"*/*"}, DeadlineMs: 60 * 60 * 1000, MaxConcurrent: 8,
+				Enforcement: EnforceHost, Allow: []Rule{{Action: "*", Resource: "*"}}},
+			"agent": {Commands: []string{"*/*"}, DeadlineMs: 30 * 1000, MaxConcurrent: 4,
+				Enforcement: EnforceHost},
+		},
+	}
+}
+
+// Error is one problem in a profile, at a JSON pointer.
+type Error struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string {
+	p := e.Path
+	if p == "" {
+		p = "/"
+	}
+	return p + ": " + e.Message
+}
+
+// Errors is every problem found in one profile.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return "invalid profile: " + strings.Join(msgs, "; ")
+}
+
+// Parse decodes a profile strictly (duplicate keys, unknown members and
+// invalid UTF-8 are errors) and validates it.
+func Parse(data []byte) (*Profile, error) {
+	if _, err := strictjson.Parse(data, strictjson.Limits{MaxBytes: MaxBytes, MaxDepth: 8, MaxMembers: 1 << 14}); err != nil {
+		return nil, Errors{{Message: err.Error()}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		return nil, Errors{{Message: strings.TrimPrefix(err.Error(), "json: ")}}
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+var (
+	reNamespace = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	reTask      = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	reIdentity  = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9-]+)*/([a-z][a-z0-9]*(-[a-z0-9]+)*|\*)$`)
+)
+
+// Validate checks the profile on its own.
+func (p *Profile) Validate() error {
+	var errs Errors
+	add := func(at, format string, args ...any) {
+		errs = append(errs, &Error{Path: at, Message: fmt.Sprintf(format, args...)})
+	}
+	if len(p.EndpointNamespace) > MaxNamespaceSize || !reNamespace.MatchString(p.EndpointNamespace) {
+		add("/endpointNamespace", "%q is not a namespace: lowercase letters and digits joined by \"-\", at most %d characters", p.EndpointNamespace, MaxNamespaceSize)
+	}
+	if len(p.Tasks) > MaxTasks {
+		add("/tasks", "%d tasks; at most %d are allowed", len(p.Tasks), MaxTasks)
+	}
+	taskRef := func(at, name string) {
+		if _, ok := p.Tasks[name]; !ok {
+			add(at, "task %q is not defined in tasks", name)
+		}
+	}
+	taskRef("/cli/task", p.CLI.Task)
+	taskRef("/mcp/task", p.MCP.Task)
+	if len(p.MCP.Expose) > MaxPatterns {
+		add("/mcp/expose", "%d entries; at most %d are allowed", len(p.MCP.Expose), MaxPatterns)
+	}
+	for i, e := range p.MCP.Expose {
+		at := fmt.Sprintf("/mcp/expose/%d", i)
+		switch {
+		case !reIdentity.MatchString(e):
+			add(at, "%q is neither a command identity like \"acme.deploy/status\" nor a package set like \"acme.deploy/*\"", e)
+		case slices.Index(p.MCP.Expose, e) != i:
+			add(at, "%q is listed twice", e)
+		}
+	}
+	switch p.MCP.Naming {
+	case "", "full", "compact":
+	default:
+		add("/mcp/naming", "naming %q is not \"full\" or \"compact\"", p.MCP.Naming)
+	}
+	for _, name := range sortedKeys(p.Tasks) {
+		t := p.Tasks[name]
+		at := strictjson.Pointer("tasks", name)
+		if !reTask.MatchString(name) {
+			add(at, "task name %q: use lowercase letters, digits and \"-\", starting with a letter", name)
+		}
+		if len(t.Commands) > MaxPatterns {
+			add(at+"/commands", "%d patterns; at most %d are allowed", len(t.Commands), MaxPatterns)
+		}
+		for i, c := range t.Commands {
+			if !validPattern(c) || !strings.Contains(c, "/") {
+				add(fmt.Sprintf("%s/commands/%d", at, i), "%q is not an identity pattern like \"acme.*/*\"", c)
+			}
+		}
+		if t.DeadlineMs < 1 || t.DeadlineMs > MaxDeadlineMs {
+			add(at+"/deadlineMs", "deadlineMs must be from 1 to %d (every call has a finite deadline)", MaxDeadlineMs)
+		}
+		if t.MaxConcurrent < 1 || t.MaxConcurrent > MaxConcurrent {
+			add(at+"/maxConcurrent", "maxConcurrent must be from 1 to %d", MaxConcurrent)
+		}
+		switch t.Enforcement {
+		case EnforceHost, EnforceRestricted, EnforceStrict:
+		default:
+			add(at+"/enforcement", "enforcement %q is not %q, %q or %q", t.Enforcement, EnforceHost, EnforceRestricted, EnforceStrict)
+		}
+		if len(t.Allow) > MaxPatterns {
+			add(at+"/allow", "%d rules; at most %d are allowed", len(t.Allow), MaxPatterns)
+		}
+		for i, r := range t.Allow {
+			if r.Action == "" || !validPattern(r.Action) || !validPattern(r.Resource) {
+				add(fmt.Sprintf("%s/allow/%d", at, i), "an allow rule needs an action and a resource pattern (\"*\" matches anything)")
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func validPattern(p string) bool {
+	if len(p) > 256 || strings.ContainsAny(p, "\\\x00") {
+		return false
+	}
+	_, err := path.Match(p, "")
+	return err == nil
+}
+
+// Matches reports whether identity matches an identity pattern of a task
+// ("*" matches within one part: "acme.*/*" matches "acme.deploy/status").
+func Matches(pattern, identity string) bool {
+	ok, _ := path.Match(pattern, identity)
+	return ok
+}
+
+// Canonical returns the RFC 8785 encoding of the profile: the bytes a
+// revision stores and hashes.
+func (p *Profile) Canonical() []byte {
+	c := *p
+	if c.MCP.Expose == nil {
+		c.MCP.Expose = []string{}
+	}
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		panic("profile: marshal: " + err.Error())
+	}
+	out, err := jcs.Transform(raw)
+	if err != nil {
+		panic("profile: canonicalize: " + err.Error())
+	}
+	return out
+}
+
+// Naming returns the MCP naming mode with the default applied.
+func (p *Profile) Naming() string {
+	if p.MCP.Naming == "" {
+		return "full"
+	}
+	return p.MCP.Naming
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
