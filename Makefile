@@ -13,18 +13,9 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
 
-# A throwaway RUKH_HOME, so the demo never touches your own installation.
+# The owner flow on a throwaway RUKH_HOME (./.demo), never your own.
 demo: build
-	@rm -rf $(DEMOHOME) && mkdir -p $(DEMOHOME)
-	@echo "== RUKH_HOME=$(DEMOHOME)"
-	@RUKH_HOME=$(DEMOHOME) $(BIN)/rukh version
-	@for ext in examples/deploy examples/greet examples/legacy; do \
-		echo; echo "== rukh ext validate $$ext"; \
-		RUKH_HOME=$(DEMOHOME) $(BIN)/rukh ext validate $$ext || exit 1; \
-	done
-	@echo; echo "== a broken release is refused with every problem named (exit status 1 expected)"
-	@RUKH_HOME=$(DEMOHOME) $(BIN)/rukh ext validate tests/testdata/broken-release; \
-		status=$$?; echo "exit status $$status"; test $$status -eq 1
+	./tests/demo.sh
 
 test: vet
 	$(GO) test -race -count=1 ./...

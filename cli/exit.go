@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+
+	"github.com/rukh-cli/rukh/store"
 )
 
 // Exit statuses. This is the one table; README.md documents it.
@@ -45,6 +47,8 @@ func (e *UsageError) Unwrap() error { return e.Err }
 func exitStatus(err error) int {
 	var ee *ExitError
 	var ue *UsageError
+	var locked *store.LockedError
+	var future *store.FutureError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -52,6 +56,8 @@ func exitStatus(err error) int {
 		return ee.Status
 	case errors.As(err, &ue):
 		return ExitUsage
+	case errors.As(err, &locked), errors.As(err, &future):
+		return ExitTempFail
 	}
 	return ExitFailed
 }

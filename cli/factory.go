@@ -6,6 +6,8 @@ package cli
 import (
 	"io"
 	"runtime/debug"
+
+	"github.com/rukh-cli/rukh/admin"
 )
 
 // IOStreams are the streams a command writes to: data on Out, everything
@@ -30,6 +32,16 @@ type Factory struct {
 	IO      IOStreams
 	HomeEnv string // e.g. RUKH_HOME
 	Paths   func() (Paths, error)
+}
+
+// Admin returns the owner operations on the CLI's data directory. The
+// store is opened by each operation, not here.
+func (f *Factory) Admin() (*admin.Admin, error) {
+	p, err := f.Paths()
+	if err != nil {
+		return nil, &ExitError{Status: ExitUsage, Err: err}
+	}
+	return admin.New(p.Data), nil
 }
 
 // BuildVersion is the module version of this build, or "devel".

@@ -50,7 +50,7 @@ where the owner's profile exposes it.`,
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	root.AddCommand(newVersionCmd(f), newExtCmd(f))
+	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f))
 	return root
 }
 

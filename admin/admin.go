@@ -1,0 +1,368 @@
+// Package admin carries out the owner's changes — trust, install, remove,
+// activate, deactivate, profile apply — each as one new profile revision
+// that is published in a single store transaction only after its CLI
+// routes and MCP projection both validated.
+package admin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gowebpki/jcs"
+	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/projection"
+	"github.com/rukh-cli/rukh/store"
+)
+
+// Admin performs owner operations on one data directory. It opens the
+// store for each operation and closes it before returning, so it never
+// holds the lock across a user-visible wait.
+type Admin struct {
+	DataDir      string
+	StoreTimeout time.Duration // lock wait; 0 means the store's default
+	Now          func() time.Time
+	UID          int
+}
+
+// New returns an Admin for dataDir with the current time and uid.
+func New(dataDir string) *Admin {
+	return &Admin{DataDir: dataDir, Now: time.Now, UID: os.Getuid()}
+}
+
+// StorePath is the bbolt file.
+func (a *Admin) StorePath() string { return filepath.Join(a.DataDir, "store.db") }
+
+// ReleasesDir holds the installed, content-addressed releases.
+func (a *Admin) ReleasesDir() string { return filepath.Join(a.DataDir, "releases") }
+
+func (a *Admin) open() (*store.Store, error) {
+	return store.Open(a.StorePath(), store.Options{Timeout: a.StoreTimeout})
+}
+
+// view runs fn in a read transaction. A store that does not exist yet is
+// read as empty (fn gets a nil Tx) rather than created by a read.
+func (a *Admin) view(fn func(tx *store.Tx) error) error {
+	if _, err := os.Stat(a.StorePath()); errors.Is(err, os.ErrNotExist) {
+		return fn(nil)
+	}
+	s, err := store.Open(a.StorePath(), store.Options{Timeout: a.StoreTimeout, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.View(fn)
+}
+
+// Candidate is a revision being built: the configuration and the command
+// generation that a change edits before it is validated.
+type Candidate struct {
+	Profile  *profile.Profile
+	Packages map[string]store.ActivePackage // by package name
+	Keys     map[string]bool                // "publisher/keyid"
+}
+
+// State is the active revision as the owner sees it.
+type State struct {
+	Revision   *store.Revision // nil before the first change
+	Profile    *profile.Profile
+	Projection *projection.Projection
+	Releases   []*store.Release
+}
+
+// RejectedError says why a candidate revision was not published. The
+// active revision is unchanged.
+type RejectedError struct {
+	Op       string
+	Problems []string
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%s refused; the active revision is unchanged:\n  %s", e.Op, strings.Join(e.Problems, "\n  "))
+}
+
+// Result is what a published change did.
+type Result struct {
+	Op       string
+	Old, New uint64 // revision numbers; equal when nothing changed
+	Changed  bool
+	Revision *store.Revision
+}
+
+// candidateFrom reads the active revision (or the defaults) into a
+// candidate.
+func candidateFrom(rev *store.Revision) (*Candidate, error) {
+	c := &Candidate{Profile: profile.Default(), Packages: map[string]store.ActivePackage{}, Keys: map[string]bool{}}
+	if rev == nil {
+		return c, nil
+	}
+	p, err := profile.Parse(rev.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("revision %d holds an unreadable profile: %w", rev.Number, err)
+	}
+	c.Profile = p
+	for _, ap := range rev.Packages {
+		c.Packages[ap.Package] = ap
+	}
+	for _, k := range rev.Keys {
+		c.Keys[k] = true
+	}
+	return c, nil
+}
+
+// publish builds a candidate from the active revision, lets change edit
+// it (and write records in the same transaction), validates the result
+// and publishes it as the next revision — or rolls everything back.
+func (a *Admin) publish(op string, change func(tx *store.Tx, c *Candidate) error) (*Result, error) {
+	return a.commit(op, false, change)
+}
+
+// publishAudited is publish for changes that write records even when the
+// revision's content stays the same (removing an inactive release): those
+// get an audit entry from the unchanged revision to itself.
+func (a *Admin) publishAudited(op string, change func(tx *store.Tx, c *Candidate) error) (*Result, error) {
+	return a.commit(op, true, change)
+}
+
+func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c *Candidate) error) (*Result, error) {
+	s, err := a.open()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var res *Result
+	err = s.Update(func(tx *store.Tx) error {
+		cur, err := tx.ActiveRevision()
+		if err != nil {
+			return err
+		}
+		c, err := candidateFrom(cur)
+		if err != nil {
+			return err
+		}
+		if err := change(tx, c); err != nil {
+			return err
+		}
+		proj, problems := project(tx, c, 0)
+		if len(problems) > 0 {
+			return &RejectedError{Op: op, Problems: problems}
+		}
+		rev := &store.Revision{
+			Profile:  c.Profile.Canonical(),
+			Packages: sortedPackages(c.Packages),
+			Keys:     sortedKeys(c.Keys),
+			Routes:   storeRoutes(proj.Routes),
+			Created:  a.Now().UTC(),
+			Op:       op,
+			By:       a.UID,
+		}
+		rev.Hash = revisionHash(rev)
+		res = &Result{Op: op}
+		if cur != nil {
+			res.Old, rev.Parent = cur.Number, cur.Number
+			if cur.Hash == rev.Hash {
+				res.New, res.Revision = cur.Number, cur
+				if auditAlways {
+					_, err := tx.AppendAudit(&store.AuditEntry{Time: rev.Created, UID: a.UID, Op: op, Old: cur.Number, New: cur.Number})
+					return err
+				}
+				return nil
+			}
+		}
+		n, err := tx.PublishRevision(rev)
+		if err != nil {
+			return err
+		}
+		rev.Number = n
+		res.New, res.Changed, res.Revision = n, true, rev
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// project validates a candidate and derives its projection: every active
+// release must exist and still be trusted (or pinned), its descriptor must
+// decode, and routes and tools must be consistent. revision is the number
+// the names are computed for (0 while a candidate has none yet: names are
+// checked for uniqueness, which does not depend on the number).
+func project(tx *store.Tx, c *Candidate, revision uint64) (*projection.Projection, []string) {
+	var problems []string
+	var pkgs []projection.Package
+	for _, name := range sortedNames(c.Packages) {
+		ap := c.Packages[name]
+		rel, err := tx.Release(ap.Digest)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
+			continue
+		case rel == nil:
+			problems = append(problems, fmt.Sprintf("%s %s: release %s is not installed", name, ap.Version, ap.Digest))
+			continue
+		case !rel.Pinned && !c.Keys[rel.Publisher+"/"+rel.SignedBy]:
+			problems = append(problems, fmt.Sprintf("%s %s is active and signed by %s key %s, which would no longer be trusted; deactivate or remove it first",
+				name, ap.Version, rel.Publisher, rel.SignedBy))
+			continue
+		}
+		d, err := descriptor.Decode(rel.Descriptor)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s %s: stored descriptor: %v", name, ap.Version, err))
+			continue
+		}
+		pkgs = append(pkgs, projection.Package{Digest: rel.Digest, Descriptor: d})
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	proj, errs := projection.Build(projection.Input{
+		Namespace: c.Profile.EndpointNamespace,
+		Revision:  revision,
+		Naming:    projection.Naming(c.Profile.Naming()),
+		Expose:    c.Profile.MCP.Expose,
+		Packages:  pkgs,
+	})
+	for _, e := range errs {
+		problems = append(problems, e.Error())
+	}
+	return proj, problems
+}
+
+// State returns the active revision, its profile, projection and the
+// installed releases.
+func (a *Admin) State() (*State, error) {
+	st := &State{Profile: profile.Default()}
+	err := a.view(func(tx *store.Tx) error {
+		if tx == nil {
+			proj, _ := projection.Build(projection.Input{Namespace: st.Profile.EndpointNamespace, Naming: projection.Naming(st.Profile.Naming())})
+			st.Projection = proj
+			return nil
+		}
+		cur, err := tx.ActiveRevision()
+		if err != nil {
+			return err
+		}
+		c, err := candidateFrom(cur)
+		if err != nil {
+			return err
+		}
+		var rev uint64
+		if cur != nil {
+			rev = cur.Number
+		}
+		proj, problems := project(tx, c, rev)
+		if len(problems) > 0 {
+			return fmt.Errorf("the active revision %d does not project: %s", rev, strings.Join(problems, "; "))
+		}
+		st.Revision, st.Profile, st.Projection = cur, c.Profile, proj
+		st.Releases, err = tx.Releases()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// History returns the revisions, newest first, and the audit log.
+func (a *Admin) History() ([]*store.Revision, []*store.AuditEntry, error) {
+	var revs []*store.Revision
+	var audit []*store.AuditEntry
+	err := a.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		var err error
+		if revs, err = tx.Revisions(); err != nil {
+			return err
+		}
+		slices.Reverse(revs)
+		audit, err = tx.Audit(0)
+		return err
+	})
+	return revs, audit, err
+}
+
+// ApplyProfile replaces the profile and returns what changed.
+func (a *Admin) ApplyProfile(data []byte) (*Result, []profile.Change, error) {
+	p, err := profile.Parse(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var changes []profile.Change
+	res, err := a.publish("profile apply", func(_ *store.Tx, c *Candidate) error {
+		changes = profile.Diff(c.Profile, p)
+		c.Profile = p
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, changes, nil
+}
+
+func sortedNames(m map[string]store.ActivePackage) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func sortedPackages(m map[string]store.ActivePackage) []store.ActivePackage {
+	out := make([]store.ActivePackage, 0, len(m))
+	for _, n := range sortedNames(m) {
+		out = append(out, m[n])
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func storeRoutes(rs []projection.Route) []store.Route {
+	out := make([]store.Route, len(rs))
+	for i, r := range rs {
+		out[i] = store.Route{Words: strings.Join(r.Words, " "), Identity: r.Identity, Digest: r.Digest,
+			Command: r.Command, Alias: r.Alias, Summary: r.Summary}
+	}
+	return out
+}
+
+// revisionHash is the content hash of a revision: SHA-256 over the RFC
+// 8785 form of its configuration and command generation. The number,
+// time and author are not content.
+func revisionHash(r *store.Revision) string {
+	raw, err := json.Marshal(struct {
+		Format   string                `json:"format"`
+		Profile  json.RawMessage       `json:"profile"`
+		Packages []store.ActivePackage `json:"packages"`
+		Keys     []string              `json:"keys"`
+	}{"rukh.revision/1", r.Profile, r.Packages, r.Keys})
+	if err != nil {
+		panic(err)
+	}
+	canon, err := jcs.Transform(raw)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(canon)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

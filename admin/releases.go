@@ -1,0 +1,387 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/trust"
+)
+
+// InstallResult is what an install did.
+type InstallResult struct {
+	*Result
+	Release          *store.Release
+	AlreadyInstalled bool
+}
+
+// keyring answers trust.Keyring from the keys of the active revision.
+type keyring map[string][]trust.PublicKey
+
+func (k keyring) Keys(publisher string) []trust.PublicKey { return k[publisher] }
+
+// trustedKeys reads the keys the active revision trusts.
+func (a *Admin) trustedKeys() (keyring, error) {
+	kr := keyring{}
+	err := a.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		cur, err := tx.ActiveRevision()
+		if err != nil || cur == nil {
+			return err
+		}
+		keys, err := tx.Keys("")
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if slices.Contains(cur.Keys, k.Publisher+"/"+k.ID) {
+				kr[k.Publisher] = append(kr[k.Publisher], trust.PublicKey(k.Public))
+			}
+		}
+		return nil
+	})
+	return kr, err
+}
+
+// Install verifies the release at src (a .tar.gz archive or a directory)
+// and installs and activates it as one new revision. A release is accepted
+// only when its signature verifies under a trusted key of its publisher, or
+// when pin names its exact digest. Nothing is written unless it is.
+func (a *Admin) Install(src, pin string) (*InstallResult, error) {
+	if err := os.MkdirAll(a.ReleasesDir(), 0o700); err != nil {
+		return nil, err
+	}
+	a.removeStaleStaging()
+	staging, err := os.MkdirTemp(a.ReleasesDir(), stagingPrefix+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer removeTree(staging) // a no-op once it has been renamed into place
+
+	if err := stage(src, staging); err != nil {
+		return nil, err
+	}
+	keys, err := a.trustedKeys()
+	if err != nil {
+		return nil, err
+	}
+	rel, err := trust.Verify(staging, keys, pin)
+	if err != nil {
+		return nil, err
+	}
+	digest := rel.Manifest.Digest()
+	final := filepath.Join(a.ReleasesDir(), strings.TrimPrefix(digest, "sha256:"))
+	d := rel.Descriptor
+	record := &store.Release{
+		Digest: digest, Package: d.Package, Version: d.Version, Publisher: d.Publisher,
+		Dir: final, Pinned: rel.Signature == nil, InstalledAt: a.Now().UTC(), InstalledBy: a.UID,
+	}
+	if rel.Signature != nil {
+		record.SignedBy = rel.Signature.Key
+	}
+	if record.Descriptor, err = os.ReadFile(filepath.Join(staging, "rukh-extension.json")); err != nil {
+		return nil, err
+	}
+
+	existing, err := a.release(digest)
+	if err != nil {
+		return nil, err
+	}
+	created := false
+	if existing == nil {
+		// A directory without a record is left over from an install that was
+		// killed before it committed: nothing refers to it, replace it.
+		if err := removeTree(final); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(staging, final); err != nil {
+			return nil, err
+		}
+		created = true
+		if err := makeReadOnly(final); err != nil {
+			removeTree(final)
+			return nil, err
+		}
+	}
+	op := fmt.Sprintf("install %s %s", d.Package, d.Version)
+	res, err := a.publish(op, func(tx *store.Tx, c *Candidate) error {
+		if existing == nil {
+			if err := tx.PutRelease(record); err != nil {
+				return err
+			}
+		}
+		c.Packages[d.Package] = store.ActivePackage{Package: d.Package, Version: d.Version, Digest: digest}
+		return nil
+	})
+	if err != nil {
+		if created {
+			removeTree(final)
+		}
+		return nil, err
+	}
+	if existing != nil {
+		record = existing
+	}
+	return &InstallResult{Result: res, Release: record, AlreadyInstalled: existing != nil}, nil
+}
+
+const stagingPrefix = ".staging-"
+
+// stage copies or unpacks the release at src into the empty dir staging.
+func stage(src, staging string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return copyRelease(src, staging)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return trust.Unpack(f, staging)
+}
+
+// copyRelease copies the files a release consists of. The set comes from
+// the release's manifest when it has one, otherwise from a fresh manifest
+// of the directory (which refuses symlinks, special files and unsafe
+// names). Verification then runs on the copy, so what is verified is
+// exactly what is installed.
+func copyRelease(src, dst string) error {
+	var names []string
+	if data, err := readBounded(filepath.Join(src, trust.ManifestName), trust.MaxManifestBytes); err == nil {
+		m, err := trust.ParseManifest(data)
+		if err != nil {
+			return err
+		}
+		names = append(names, trust.ManifestName, trust.SignatureName)
+		for _, f := range m.Files {
+			names = append(names, f.Path)
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		m, err := trust.BuildManifest(src)
+		if err != nil {
+			return err
+		}
+		for _, f := range m.Files {
+			names = append(names, f.Path)
+		}
+	} else {
+		return err
+	}
+	from, err := os.OpenRoot(src)
+	if err != nil {
+		return err
+	}
+	defer from.Close()
+	to, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer to.Close()
+	for _, name := range names {
+		if err := copyFile(from, to, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readBounded(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		err = fmt.Errorf("%s is larger than %d bytes", name, limit)
+	}
+	return data, err
+}
+
+func copyFile(from, to *os.Root, name string) error {
+	in, err := from.Open(name)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", name)
+	}
+	if dir := filepath.Dir(name); dir != "." {
+		if err := to.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	out, err := to.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm()&0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// removeStaleStaging removes staging directories whose installing process
+// is gone (killed mid-install).
+func (a *Admin) removeStaleStaging() {
+	entries, _ := os.ReadDir(a.ReleasesDir())
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), stagingPrefix)
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+		if err == nil && pid != os.Getpid() && processAlive(pid) {
+			continue
+		}
+		removeTree(filepath.Join(a.ReleasesDir(), e.Name()))
+	}
+}
+
+func processAlive(pid int) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	return err == nil
+}
+
+// makeReadOnly drops write permission from every file and directory of an
+// installed release.
+func makeReadOnly(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode().Perm() &^ 0o222
+		if d.IsDir() {
+			mode = 0o555
+		}
+		return os.Chmod(p, mode)
+	})
+}
+
+// removeTree removes a directory tree even when it was made read-only.
+func removeTree(dir string) error {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+func (a *Admin) release(digest string) (*store.Release, error) {
+	var rel *store.Release
+	err := a.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		var err error
+		rel, err = tx.Release(digest)
+		return err
+	})
+	return rel, err
+}
+
+// findRelease resolves PACKAGE, PACKAGE@VERSION or sha256:HEX to one
+// installed release. A bare package name must be unambiguous.
+func findRelease(tx *store.Tx, ref string) (*store.Release, error) {
+	if strings.HasPrefix(ref, "sha256:") {
+		rel, err := tx.Release(ref)
+		if err == nil && rel == nil {
+			err = fmt.Errorf("no installed release has digest %s; see `ext list`", ref)
+		}
+		return rel, err
+	}
+	pkg, version, _ := strings.Cut(ref, "@")
+	all, err := tx.Releases()
+	if err != nil {
+		return nil, err
+	}
+	var found []*store.Release
+	for _, r := range all {
+		if r.Package == pkg && (version == "" || r.Version == version) {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%s is not installed; see `ext list`", ref)
+	case 1:
+		return found[0], nil
+	}
+	vs := make([]string, len(found))
+	for i, r := range found {
+		vs[i] = r.Package + "@" + r.Version
+	}
+	return nil, fmt.Errorf("%s names %d installed releases; name one: %s", ref, len(found), strings.Join(vs, ", "))
+}
+
+// Activate makes an installed release the active version of its package.
+func (a *Admin) Activate(ref string) (*Result, error) {
+	return a.publish("activate "+ref, func(tx *store.Tx, c *Candidate) error {
+		rel, err := findRelease(tx, ref)
+		if err != nil {
+			return err
+		}
+		c.Packages[rel.Package] = store.ActivePackage{Package: rel.Package, Version: rel.Version, Digest: rel.Digest}
+		return nil
+	})
+}
+
+// Deactivate removes a package's commands from the CLI and MCP; the
+// release stays installed.
+func (a *Admin) Deactivate(pkg string) (*Result, error) {
+	return a.publish("deactivate "+pkg, func(tx *store.Tx, c *Candidate) error {
+		if _, ok := c.Packages[pkg]; !ok {
+			return fmt.Errorf("%s is not active; see `ext list`", pkg)
+		}
+		delete(c.Packages, pkg)
+		return nil
+	})
+}
+
+// Remove uninstalls a release, deactivating it in the same revision if it
+// is active. Its files are deleted after the revision is published.
+func (a *Admin) Remove(ref string) (*Result, *store.Release, error) {
+	var rel *store.Release
+	res, err := a.publishAudited("remove "+ref, func(tx *store.Tx, c *Candidate) error {
+		var err error
+		if rel, err = findRelease(tx, ref); err != nil {
+			return err
+		}
+		if ap, ok := c.Packages[rel.Package]; ok && ap.Digest == rel.Digest {
+			delete(c.Packages, rel.Package)
+		}
+		return tx.DeleteRelease(rel.Digest)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := removeTree(rel.Dir); err != nil {
+		return res, rel, fmt.Errorf("removed %s from the store, but deleting %s failed: %w", ref, rel.Dir, err)
+	}
+	return res, rel, nil
+}

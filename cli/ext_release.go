@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/trust"
+	"github.com/spf13/cobra"
+)
+
+func newExtPackCmd(f *Factory) *cobra.Command {
+	var keyFile, out string
+	cmd := &cobra.Command{
+		Use:   "pack DIR --key KEYFILE -o FILE.tar.gz",
+		Short: "Sign a release directory and pack it into an archive",
+		Args:  exactArgs(1, "ext pack takes a release directory"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if keyFile == "" || out == "" {
+				return &UsageError{errors.New("ext pack needs --key KEYFILE and -o FILE.tar.gz")}
+			}
+			k, err := trust.ReadPrivateKey(keyFile)
+			if err != nil {
+				return err
+			}
+			// Write beside the target and rename, so a failed pack leaves
+			// no partial archive behind.
+			tmp, err := os.CreateTemp(filepath.Dir(out), ".pack-*")
+			if err != nil {
+				return err
+			}
+			defer os.Remove(tmp.Name())
+			m, err := trust.Pack(args[0], k, tmp)
+			if cerr := tmp.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return reportDescriptorErrors(f, args[0], err)
+			}
+			if err := os.Rename(tmp.Name(), out); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.Out, "%s: %s %s by %s, %d files\ndigest %s\n", out, m.Package, m.Version, m.Publisher, len(m.Files), m.Digest())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyFile, "key", "", "the publisher's private key (from `trust keygen`)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the archive to write")
+	return cmd
+}
+
+// reportDescriptorErrors prints every descriptor problem inside err the
+// way `ext validate` does.
+func reportDescriptorErrors(f *Factory, what string, err error) error {
+	var errs descriptor.Errors
+	if !errors.As(err, &errs) {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s: %s is not a valid release: %d problem%s\n", f.Name, what, len(errs), plural(len(errs)))
+	for _, e := range errs {
+		fmt.Fprintf(f.IO.ErrOut, "  %s\n", e)
+	}
+	return &ExitError{Status: ExitFailed, Err: err, Reported: true}
+}
+
+func newExtInstallCmd(f *Factory) *cobra.Command {
+	var pin string
+	cmd := &cobra.Command{
+		Use:   "install FILE|DIR [--pin sha256:HEX]",
+		Short: "Verify, install and activate a release",
+		Long: `Verify a release archive or directory and install and activate it as one
+new profile revision. It is accepted only when it is signed by a trusted key
+of its publisher, or when --pin names its exact digest (local development).`,
+		Args: exactArgs(1, "ext install takes a release archive or directory"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			a, err := f.Admin()
+			if err != nil {
+				return err
+			}
+			res, err := a.Install(args[0], pin)
+			if err != nil {
+				return reportDescriptorErrors(f, args[0], err)
+			}
+			r := res.Release
+			what := fmt.Sprintf("installed %s %s (%s)", r.Package, r.Version, r.Digest)
+			if res.AlreadyInstalled {
+				what = fmt.Sprintf("%s %s is already installed (%s)", r.Package, r.Version, r.Digest)
+			}
+			printChange(f, res.Result, what)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&pin, "pin", "", "accept this exact release digest even if unsigned (sha256:HEX)")
+	return cmd
+}
+
+type releaseJSON struct {
+	Package     string    `json:"package"`
+	Version     string    `json:"version"`
+	Publisher   string    `json:"publisher"`
+	Digest      string    `json:"digest"`
+	Active      bool      `json:"active"`
+	SignedBy    string    `json:"signedBy,omitempty"`
+	Pinned      bool      `json:"pinned"`
+	InstalledAt time.Time `json:"installedAt"`
+	Dir         string    `json:"dir"`
+}
+
+func releaseRows(st *admin.State) []releaseJSON {
+	active := map[string]bool{}
+	if st.Revision != nil {
+		for _, ap := range st.Revision.Packages {
+			active[ap.Digest] = true
+		}
+	}
+	rows := []releaseJSON{}
+	for _, r := range st.Releases {
+		rows = append(rows, releaseJSON{r.Package, r.Version, r.Publisher, r.Digest, active[r.Digest], r.SignedBy, r.Pinned, r.InstalledAt, r.Dir})
+	}
+	return rows
+}
+
+func newExtListCmd(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List installed releases",
+		Args:  exactArgs(0, "ext list takes no arguments"),
+		RunE: func(_ *cobra.Command, _ []string) error {
+			a, err := f.Admin()
+			if err != nil {
+				return err
+			}
+			st, err := a.State()
+			if err != nil {
+				return err
+			}
+			rows := releaseRows(st)
+			if asJSON {
+				return writeJSON(f.IO.Out, rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintf(f.IO.ErrOut, "no releases installed; install one with `%s ext install FILE`\n", f.Name)
+				return nil
+			}
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PACKAGE\tVERSION\tACTIVE\tTRUST\tDIGEST")
+			for _, r := range rows {
+				act := "-"
+				if r.Active {
+					act = "active"
+				}
+				how := "signed by " + r.Publisher
+				if r.Pinned {
+					how = "pinned"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Package, r.Version, act, how, shortDigest(r.Digest))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
+}
+
+func newExtShowCmd(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show PACKAGE[@VERSION]|sha256:HEX",
+		Short: "Show an installed release and its commands",
+		Args:  exactArgs(1, "ext show takes a package, package@version or digest"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			a, err := f.Admin()
+			if err != nil {
+				return err
+			}
+			st, err := a.State()
+			if err != nil {
+				return err
+			}
+			var match []releaseJSON
+			for _, r := range releaseRows(st) {
+				if r.Digest == args[0] || r.Package+"@"+r.Version == args[0] || r.Package == args[0] {
+					match = append(match, r)
+				}
+			}
+			if len(match) == 0 {
+				return fmt.Errorf("%s is not installed; see `%s ext list`", args[0], f.Name)
+			}
+			if asJSON {
+				return writeJSON(f.IO.Out, match)
+			}
+			for i, r := range match {
+				if i > 0 {
+					fmt.Fprintln(f.IO.Out)
+				}
+				var rel *store.Release
+				for _, x := range st.Releases {
+					if x.Digest == r.Digest {
+						rel = x
+					}
+				}
+				d, err := descriptor.Decode(rel.Descriptor)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "digest: %s\nactive: %v\ndir:    %s\n", r.Digest, r.Active, r.Dir)
+				printCommandTable(f.IO.Out, d)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newExtRefCmd(f *Factory, use, short string, run func(a *admin.Admin, ref string) (*admin.Result, error)) *cobra.Command {
+	verb := strings.Fields(use)[0]
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  exactArgs(1, "ext "+verb+" takes one package"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			a, err := f.Admin()
+			if err != nil {
+				return err
+			}
+			res, err := run(a, args[0])
+			if err != nil {
+				return err
+			}
+			printChange(f, res, verb+" "+args[0])
+			return nil
+		},
+	}
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"crypto/rand"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rukh-cli/rukh/trust"
+	"github.com/spf13/cobra"
+)
+
+func newTrustCmd(f *Factory) *cobra.Command {
+	cmd := noArgsGroup(&cobra.Command{
+		Use:   "trust",
+		Short: "Manage the publishers whose releases may be installed",
+	})
+	cmd.AddCommand(
+		&cobra.Command{
+			Use:   "keygen OUT",
+			Short: "Create an ed25519 signing key: OUT (private, mode 0600) and OUT.pub",
+			Args:  exactArgs(1, "trust keygen takes the output file"),
+			RunE: func(_ *cobra.Command, args []string) error {
+				k, err := trust.GenerateKey(rand.Reader)
+				if err != nil {
+					return err
+				}
+				if err := trust.WritePrivateKey(args[0], k); err != nil {
+					return err
+				}
+				if err := trust.WritePublicKey(args[0]+".pub", k.Public()); err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "private key: %s\npublic key:  %s.pub\nkey id:      %s\n", args[0], args[0], k.Public().ID())
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use:   "add PUBLISHER PUBKEYFILE",
+			Short: "Trust a publisher's public key",
+			Args:  exactArgs(2, "trust add takes a publisher and a public key file"),
+			RunE: func(_ *cobra.Command, args []string) error {
+				a, err := f.Admin()
+				if err != nil {
+					return err
+				}
+				res, id, err := a.TrustAdd(args[0], args[1])
+				if err != nil {
+					return err
+				}
+				printChange(f, res, fmt.Sprintf("trusting %s key %s", args[0], id))
+				return nil
+			},
+		},
+		newTrustListCmd(f),
+		&cobra.Command{
+			Use:   "remove PUBLISHER",
+			Short: "Stop trusting every key of a publisher",
+			Args:  exactArgs(1, "trust remove takes a publisher"),
+			RunE: func(_ *cobra.Command, args []string) error {
+				a, err := f.Admin()
+				if err != nil {
+					return err
+				}
+				res, err := a.TrustRemove(args[0])
+				if err != nil {
+					return err
+				}
+				printChange(f, res, "no longer trusting "+args[0])
+				return nil
+			},
+		},
+	)
+	return cmd
+}
+
+type keyJSON struct {
+	Publisher string    `json:"publisher"`
+	Key       string    `json:"key"`
+	AddedAt   time.Time `json:"addedAt"`
+	AddedBy   int       `json:"addedBy"`
+}
+
+func newTrustListCmd(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List trusted publisher keys",
+		Args:  exactArgs(0, "trust list takes no arguments"),
+		RunE: func(_ *cobra.Command, _ []string) error {
+			a, err := f.Admin()
+			if err != nil {
+				return err
+			}
+			keys, err := a.TrustedKeys()
+			if err != nil {
+				return err
+			}
+			out := []keyJSON{}
+			for _, k := range keys {
+				out = append(out, keyJSON{k.Publisher, k.ID, k.AddedAt, k.AddedBy})
+			}
+			if asJSON {
+				return writeJSON(f.IO.Out, out)
+			}
+			if len(out) == 0 {
+				fmt.Fprintf(f.IO.ErrOut, "no trusted publishers; add one with `%s trust add PUBLISHER KEY.pub`\n", f.Name)
+				return nil
+			}
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PUBLISHER\tKEY\tADDED")
+			for _, k := range out {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Publisher, k.Key, k.AddedAt.Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

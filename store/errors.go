@@ -1,0 +1,66 @@
+package store
+
+import "fmt"
+
+// LockedError is returned by Open when another process held the store's
+// lock for longer than Options.Timeout.
+type LockedError struct {
+	Path string
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("the store at %s is locked by another process, most likely rukhd or another rukh command; run `rukh daemon status`, or retry", e.Path)
+}
+
+// FutureError is returned by Open when the store was written by a newer
+// build with a schema version this build does not know.
+type FutureError struct {
+	Path      string
+	Found     uint64 // the store's schema version
+	Supported uint64 // SchemaVersion of this build
+}
+
+func (e *FutureError) Error() string {
+	return fmt.Sprintf("the store at %s has schema version %d; this build supports up to %d; upgrade rukh", e.Path, e.Found, e.Supported)
+}
+
+// ConflictError is returned by PublishRevision when the candidate was
+// built from a revision that is no longer the active one. Nothing was
+// written; rebuild the candidate from the active revision and retry.
+type ConflictError struct {
+	Parent uint64 // the revision the candidate was built from
+	Active uint64 // the revision that is active now (0: none)
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("the profile changed while this change was prepared (it was built on revision %d, the active revision is now %d); retry", e.Parent, e.Active)
+}
+
+// CorruptError reports a record or bucket that does not have the shape
+// this schema version writes.
+type CorruptError struct {
+	Bucket string
+	Key    string // printable form of the key; "" for a whole bucket
+	Err    error
+}
+
+func (e *CorruptError) Error() string {
+	where := e.Bucket
+	if e.Key != "" {
+		where += "/" + e.Key
+	}
+	return fmt.Sprintf("the store record %s is corrupt: %v; run `rukh doctor`", where, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// InUseError is returned by DeleteRelease for a release that the active
+// revision still uses.
+type InUseError struct {
+	Digest   string
+	Revision uint64
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("release %s is part of the active revision %d; deactivate it first", e.Digest, e.Revision)
+}

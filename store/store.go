@@ -1,0 +1,222 @@
+// Package store keeps Rukh's durable state in one bbolt file: releases,
+// trusted keys, profile revisions and the active pointer, the audit log
+// and invocation records.
+//
+// The store knows nothing about descriptors or profiles. It keeps plain
+// records whose opaque parts are bytes supplied by the caller, encoded as
+// CBOR with Core Deterministic Encoding and decoded strictly: a record
+// that does not decode is a *CorruptError, never a panic.
+//
+// Every wait is bounded: Open gives up on a held lock after
+// Options.Timeout with a *LockedError. Callers without a daemon open the
+// store, run one short transaction and close it again, so that nothing
+// holds the lock across a user-visible wait.
+package store
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version this build reads and writes. A
+// store with a newer version is refused (*FutureError); an older one is
+// migrated by Open.
+const SchemaVersion = 1
+
+// DefaultTimeout is how long Open waits for the file lock when
+// Options.Timeout is zero.
+const DefaultTimeout = time.Second
+
+// lockRetry is bbolt's interval between tries for the file lock.
+const lockRetry = 50 * time.Millisecond
+
+// secretSize is the length of the per-store secret.
+const secretSize = 32
+
+// Options configure Open.
+type Options struct {
+	// Timeout bounds the wait for the file lock. Zero (or a negative
+	// value) means DefaultTimeout; the wait is never infinite.
+	Timeout time.Duration
+	// ReadOnly opens the store with a shared lock and refuses writes. A
+	// read-only Open never creates the file or its directory and never
+	// migrates.
+	ReadOnly bool
+}
+
+// Store is an open store file. It is safe for concurrent use by several
+// goroutines; bbolt serializes writers.
+type Store struct {
+	db     *bolt.DB
+	path   string
+	secret []byte
+}
+
+// Open opens the store at path, creating it (and its directory, 0700) if
+// it is missing, and migrating it if it was written by an older build.
+//
+// It fails with *LockedError when another process holds the lock for
+// longer than the timeout, with *FutureError when the store was written
+// by a newer build, and with an error wrapping fs.ErrNotExist when a
+// read-only open finds no file.
+func Open(path string, opts Options) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store path %q: %w", path, err)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+			return nil, fmt.Errorf("create the store directory: %w", err)
+		}
+	}
+	db, err := bolt.Open(abs, 0o600, &bolt.Options{
+		// bbolt retries every 50ms and gives up once less than 50ms of
+		// its timeout is left; the extra 50ms make the wait at least
+		// timeout (and at most about timeout+50ms).
+		Timeout:  timeout + lockRetry,
+		ReadOnly: opts.ReadOnly,
+	})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, &LockedError{Path: abs}
+	case err != nil:
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no store at %s: %w", abs, err)
+		}
+		return nil, fmt.Errorf("open the store at %s: %w", abs, err)
+	}
+	s := &Store{db: db, path: abs}
+	if err := s.prepare(opts.ReadOnly); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare checks the schema version, initializes or migrates the store
+// when needed (one write transaction), and caches the secret. An
+// up-to-date store is only read, so opening it costs no write.
+func (s *Store) prepare(readOnly bool) error {
+	var version uint64
+	var fresh bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		version, fresh, err = readVersion(tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the store at %s: %w", s.path, err)
+	}
+	if version > SchemaVersion {
+		return &FutureError{Path: s.path, Found: version, Supported: SchemaVersion}
+	}
+	if version < SchemaVersion {
+		if readOnly {
+			if fresh {
+				return fmt.Errorf("the store at %s is empty; open it read-write once to initialize it", s.path)
+			}
+			return fmt.Errorf("the store at %s has schema version %d and needs migrating to %d; open it read-write once", s.path, version, SchemaVersion)
+		}
+		err := s.db.Update(func(tx *bolt.Tx) error { return migrate(tx, version) })
+		if err != nil {
+			return fmt.Errorf("migrate the store at %s from schema version %d: %w", s.path, version, err)
+		}
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		secret := tx.Bucket(bucketMeta).Get(keySecret)
+		if len(secret) != secretSize {
+			return &CorruptError{Bucket: string(bucketMeta), Key: string(keySecret), Err: fmt.Errorf("secret has %d bytes, want %d", len(secret), secretSize)}
+		}
+		s.secret = append([]byte(nil), secret...)
+		return nil
+	})
+}
+
+// readVersion reports the schema version of the store, 0 and fresh for a
+// file with no buckets at all. A file with buckets but no meta bucket is
+// not a Rukh store.
+func readVersion(tx *bolt.Tx) (version uint64, fresh bool, err error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		empty := true
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+		if !empty {
+			return 0, false, errors.New("this bbolt file is not a rukh store (no meta bucket)")
+		}
+		return 0, true, nil
+	}
+	v := meta.Get(keySchema)
+	if len(v) != 8 {
+		return 0, false, &CorruptError{Bucket: string(bucketMeta), Key: string(keySchema), Err: fmt.Errorf("schema version has %d bytes, want 8", len(v))}
+	}
+	return binary.BigEndian.Uint64(v), false, nil
+}
+
+// Close releases the file lock. Transactions must have finished.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the absolute path of the store file.
+func (s *Store) Path() string { return s.path }
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(fn func(*Tx) error) error {
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+}
+
+// Update runs fn in one read-write transaction, committed when fn returns
+// nil and rolled back when it returns an error (or panics).
+func (s *Store) Update(fn func(*Tx) error) error {
+	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+}
+
+// Tx is a transaction with typed accessors. It is valid only inside the
+// View or Update callback that received it; values it returns are copies
+// and stay valid afterwards.
+type Tx struct {
+	tx *bolt.Tx
+	s  *Store
+}
+
+// Secret returns a copy of the per-store 32-byte random secret (for
+// keyed MACs such as listing cursors).
+func (tx *Tx) Secret() []byte { return append([]byte(nil), tx.s.secret...) }
+
+// Writable reports whether the transaction may write.
+func (tx *Tx) Writable() bool { return tx.tx.Writable() }
+
+// bucket returns a top-level bucket that every store of this schema
+// version has; a missing one is corruption.
+func (tx *Tx) bucket(name []byte) (*bolt.Bucket, error) {
+	b := tx.tx.Bucket(name)
+	if b == nil {
+		return nil, &CorruptError{Bucket: string(name), Err: errors.New("bucket is missing")}
+	}
+	return b, nil
+}
+
+// newSecret returns fresh random bytes for the store secret.
+func newSecret() ([]byte, error) {
+	b := make([]byte, secretSize)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Created returns when the store was initialized.
+func (tx *Tx) Created() time.Time {
+	n, _ := keyU64(tx.tx.Bucket(bucketMeta).Get(keyCreated))
+	return fromNanos(int64(n))
+}

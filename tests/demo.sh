@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# make demo: the owner flow on a throwaway RUKH_HOME, with the binaries in
+# ./bin. Each step prints the command it runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export RUKH_HOME="$PWD/.demo"
+rm -rf "$RUKH_HOME" && mkdir -p "$RUKH_HOME"
+PATH="$PWD/bin:$PATH"
+
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+echo "RUKH_HOME=$RUKH_HOME"
+step rukh version
+
+# An extension author checks releases before publishing them.
+for ext in examples/deploy examples/greet examples/legacy; do
+	step rukh ext validate "$ext"
+done
+printf '\n\033[1m$ rukh ext validate tests/testdata/broken-release\033[0m   (refused, exit status 1)\n'
+if rukh ext validate tests/testdata/broken-release; then
+	echo "the broken release was accepted" >&2
+	exit 1
+fi
+
+# The publisher signs and packs; the owner trusts the publisher and installs.
+step rukh trust keygen "$RUKH_HOME/acme.key"
+step rukh trust add acme "$RUKH_HOME/acme.key.pub"
+for ext in deploy greet legacy; do
+	step rukh ext pack "examples/$ext" --key "$RUKH_HOME/acme.key" -o "$RUKH_HOME/$ext.tar.gz"
+	step rukh ext install "$RUKH_HOME/$ext.tar.gz"
+done
+step rukh ext list
+step rukh trust list
+
+# Nothing is exposed to agents until the owner says so.
+step rukh tools
+step rukh profile apply -f examples/profile.json
+step rukh tools
+step rukh profile history

@@ -1,0 +1,75 @@
+package trust
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzUnpack feeds arbitrary bytes to Unpack: it must never panic, never
+// write outside its destination, never leave a link, special file or
+// other mode behind, and refuse only with *Error.
+func FuzzUnpack(f *testing.F) {
+	fx := newFixture(f)
+	f.Add(fx.archive)
+	for _, c := range tamperCases {
+		if c.limits == nil {
+			f.Add(c.build(f, fx))
+		}
+	}
+	saved := limits
+	limits = smallLimits
+	f.Cleanup(func() { limits = saved })
+	keys := trusted()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parent := t.TempDir()
+		dest := filepath.Join(parent, "dest")
+		if err := os.Mkdir(dest, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		err := Unpack(bytes.NewReader(data), dest)
+		checkContained(t, parent, dest)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Unpack error is %T, not *Error: %v", err, err)
+			}
+			return
+		}
+		if _, err := Verify(dest, keys, ""); err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Verify error is %T, not *Error: %v", err, err)
+			}
+		}
+	})
+}
+
+// FuzzParseManifest: never panic; whatever parses has a canonical form
+// that parses to the same manifest.
+func FuzzParseManifest(f *testing.F) {
+	m := validManifest(f)
+	f.Add(m.Canonical())
+	f.Add([]byte(`{"format":"rukh.release/1"}`))
+	f.Add([]byte(`{"descriptor":"sha256:","files":[{"mode":"0644","path":"a/../b","sha256":"","size":1e3}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest(data)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error is %T, not *Error: %v", err, err)
+			}
+			return
+		}
+		c := m.Canonical()
+		m2, err := ParseManifest(c)
+		if err != nil {
+			t.Fatalf("canonical form does not parse: %v\n%s", err, c)
+		}
+		if !bytes.Equal(m2.Canonical(), c) || m2.Digest() != m.Digest() {
+			t.Fatalf("canonical form is not stable:\n%s\n%s", c, m2.Canonical())
+		}
+	})
+}
