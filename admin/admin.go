@@ -69,6 +69,10 @@ type Candidate struct {
 	Profile  *profile.Profile
 	Packages map[string]store.ActivePackage // by package name
 	Keys     map[string]bool                // "publisher/keyid"
+	// then runs in the same transaction after the revision is published,
+	// for records that may only change once the new revision is active
+	// (deleting a release the old revision still used).
+	then []func(tx *store.Tx) error
 }
 
 // State is the active revision as the owner sees it.
@@ -172,10 +176,11 @@ func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c 
 			if cur.Hash == rev.Hash {
 				res.New, res.Revision = cur.Number, cur
 				if auditAlways {
-					_, err := tx.AppendAudit(&store.AuditEntry{Time: rev.Created, UID: a.UID, Op: op, Old: cur.Number, New: cur.Number})
-					return err
+					if _, err := tx.AppendAudit(&store.AuditEntry{Time: rev.Created, UID: a.UID, Op: op, Old: cur.Number, New: cur.Number}); err != nil {
+						return err
+					}
 				}
-				return nil
+				return runThen(tx, c)
 			}
 		}
 		n, err := tx.PublishRevision(rev)
@@ -184,12 +189,21 @@ func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c 
 		}
 		rev.Number = n
 		res.New, res.Changed, res.Revision = n, true, rev
-		return nil
+		return runThen(tx, c)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+func runThen(tx *store.Tx, c *Candidate) error {
+	for _, fn := range c.then {
+		if err := fn(tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // project validates a candidate and derives its projection: every active

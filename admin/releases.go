@@ -375,7 +375,9 @@ func (a *Admin) Remove(ref string) (*Result, *store.Release, error) {
 		if ap, ok := c.Packages[rel.Package]; ok && ap.Digest == rel.Digest {
 			delete(c.Packages, rel.Package)
 		}
-		return tx.DeleteRelease(rel.Digest)
+		digest := rel.Digest
+		c.then = append(c.then, func(tx *store.Tx) error { return tx.DeleteRelease(digest) })
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rukh-cli/rukh/app"
+	"github.com/rukh-cli/rukh/trust"
 )
 
 func TestMain(m *testing.M) {
@@ -25,6 +26,18 @@ func TestScripts(t *testing.T) {
 	}
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// setdigest VAR DIR sets VAR to the release digest of DIR, as
+			// an owner would read it from `ext pack` or an install refusal.
+			"setdigest": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: setdigest VAR DIR")
+				}
+				m, err := trust.BuildManifest(ts.MkAbs(args[1]))
+				ts.Check(err)
+				ts.Setenv(args[0], m.Digest())
+			},
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("RUKH_HOME", filepath.Join(env.WorkDir, ".rukh"))
 			env.Setenv("EXAMPLES", examples)
