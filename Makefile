@@ -32,9 +32,12 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateResult$$' -fuzztime=$(FUZZTIME) ./resultschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzArguments$$' -fuzztime=$(FUZZTIME) ./values/
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/strictjson/
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRecord$$' -fuzztime=$(FUZZTIME) ./store/
+	$(GO) test -run='^$$' -fuzz='^FuzzUnpack$$' -fuzztime=$(FUZZTIME) ./trust/
+	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./trust/
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/
+	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/ ./store/ ./projection/
 
 clean:
 	rm -rf $(BIN) $(DEMOHOME)

@@ -453,8 +453,12 @@ func decodeEffects(p *problems, v *strictjson.Value, at string) Effects {
 			p.add(CodeInvalidValue, o.at("class"), "effect class %q is not %q, %q, %q or %q", s, EffectNone, EffectRead, EffectWrite, EffectDestructive)
 		}
 	}
-	e.Idempotent, _ = o.boolean("idempotent")
-	e.OpenWorld, _ = o.boolean("openWorld")
+	if b, ok := o.boolean("idempotent"); ok {
+		e.Idempotent = &b
+	}
+	if b, ok := o.boolean("openWorld"); ok {
+		e.OpenWorld = &b
+	}
 	o.finish()
 	return e
 }

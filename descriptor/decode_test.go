@@ -265,6 +265,13 @@ func TestDecodeInputs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("inputs:\n got %q\nwant %q", got, want)
 	}
+	if got := d.Commands[0].Inputs[0].Description; got != "Target environment" {
+		t.Errorf("input description = %q", got)
+	}
+	e := d.Commands[0].Effects
+	if e.Class != descriptor.EffectRead || e.Idempotent == nil || !*e.Idempotent || e.OpenWorld != nil {
+		t.Errorf("effects = %+v", e)
+	}
 }
 
 func TestLoadFiles(t *testing.T) {

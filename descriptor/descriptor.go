@@ -163,8 +163,8 @@ const (
 // information, never a grant.
 type Effects struct {
 	Class      EffectClass
-	Idempotent bool
-	OpenWorld  bool
+	Idempotent *bool // nil when not declared
+	OpenWorld  *bool // nil when not declared (MCP then assumes an open world)
 }
 
 // Eligibility is whether a command can become an MCP tool (DESIGN I2),

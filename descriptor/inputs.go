@@ -53,7 +53,7 @@ func decodeInput(p *problems, v *strictjson.Value, at string) (Input, bool) {
 	defer o.finish()
 	n := len(p.errs)
 	in.ID = name(o, "id", reInputID, CodeInvalidInputID, `lowercase letters, digits and "_", starting with a letter`)
-	in.Description, _ = text(o, "description", MaxDescription, true, false)
+	description, _ := text(o, "description", MaxDescription, true, false)
 
 	flag, hasFlag := o.str("flag", false)
 	if hasFlag && (len(flag) > MaxNameLength || !reFlag.MatchString(flag)) {
@@ -90,6 +90,7 @@ func decodeInput(p *problems, v *strictjson.Value, at string) (Input, bool) {
 	}
 
 	in.Spec = decodeSpec(o, true)
+	in.Description = description
 	if req, ok := o.boolean("required"); ok {
 		in.Required = req
 	}

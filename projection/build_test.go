@@ -429,6 +429,7 @@ func TestCatalogHashFieldList(t *testing.T) {
 	differs("a title", in2)
 	in2 = in
 	in2.Packages = examples(t, "deploy", "greet")
-	in2.Packages[1].Descriptor.Commands[0].Effects.Idempotent = true
+	yes := true
+	in2.Packages[1].Descriptor.Commands[0].Effects.Idempotent = &yes
 	differs("an annotation", in2)
 }

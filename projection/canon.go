@@ -23,10 +23,17 @@ var errCanonSyntax = errors.New("not a JSON document")
 // one pass without building a tree, which made the catalog hash the
 // largest cost of Build.
 func appendCanonical(b, doc []byte) ([]byte, error) {
+	var c canonicalizer
+	return c.append(b, doc)
+}
+
+// append is appendCanonical reusing c's scratch space.
+func (c *canonicalizer) append(b, doc []byte) ([]byte, error) {
 	if !utf8.Valid(doc) {
 		return b, errors.New("the document is not UTF-8")
 	}
-	c := canonicalizer{in: doc, out: b}
+	c.in, c.i, c.out = doc, 0, b
+	defer func() { c.in, c.out = nil, nil }()
 	if err := c.value(0); err != nil {
 		return b, err
 	}

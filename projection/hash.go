@@ -1,9 +1,12 @@
 package projection
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strconv"
+	"sync"
 )
 
 // CatalogDomain is the first member of the array the catalog hash covers;
@@ -32,7 +35,10 @@ func catalogHash(p *Projection) (string, error) {
 	b = append(b, ',')
 	b = appendCanonicalString(b, string(p.Naming))
 	b = append(b, ",["...)
-	var err error
+	var (
+		c   canonicalizer
+		err error
+	)
 	for i := range p.Tools {
 		t := &p.Tools[i]
 		if i > 0 {
@@ -43,11 +49,11 @@ func catalogHash(p *Projection) (string, error) {
 			b = appendCanonicalString(b, s)
 			b = append(b, ',')
 		}
-		if b, err = appendCanonical(b, t.InputSchema); err != nil {
+		if b, err = c.append(b, t.InputSchema); err != nil {
 			return "", err
 		}
 		b = append(b, ',')
-		if b, err = appendCanonical(b, t.OutputSchema); err != nil {
+		if b, err = c.appendOutputSchema(b, t.OutputSchema); err != nil {
 			return "", err
 		}
 		b = append(b, ',')
@@ -89,3 +95,50 @@ func (a Annotations) appendCanonical(b []byte) []byte {
 	}
 	return append(b, '}')
 }
+
+// appendOutputSchema appends the canonical form of an output schema made
+// by OutputSchema. The envelope around a structured result's schema is the
+// same for every tool, so its canonical text is computed once and only the
+// publisher's schema is canonicalized per tool.
+func (c *canonicalizer) appendOutputSchema(b, schema []byte) ([]byte, error) {
+	n := len(schema) - len(structuredTail) - len(envelopeTail)
+	if n < 0 || !bytes.HasPrefix(schema, structuredPrefix) || !bytes.HasSuffix(schema, structuredSuffix) {
+		return c.append(b, schema)
+	}
+	env := structuredEnvelope()
+	if env.err != nil {
+		return b, env.err
+	}
+	b = append(b, env.head...)
+	b, err := c.append(b, schema[len(structuredPrefix):n])
+	if err != nil {
+		return b, err
+	}
+	return append(b, env.tail...), nil
+}
+
+var (
+	structuredPrefix = []byte(envelopeHead + structuredHead)
+	structuredSuffix = []byte(structuredTail + envelopeTail)
+)
+
+// structuredEnvelope is the canonical text of a structured output schema
+// before and after the publisher's schema.
+var structuredEnvelope = sync.OnceValue(func() (env struct {
+	head, tail []byte
+	err        error
+}) {
+	const sentinel = `"\u0000publisher-schema"`
+	canon, err := appendCanonical(nil, []byte(envelopeHead+structuredHead+sentinel+structuredTail+envelopeTail))
+	if err != nil {
+		env.err = err
+		return env
+	}
+	at := bytes.Index(canon, []byte(`"\u0000publisher-schema"`))
+	if at < 0 {
+		env.err = errors.New("the envelope has no place for the publisher schema")
+		return env
+	}
+	env.head, env.tail = canon[:at], canon[at+len(sentinel):]
+	return env
+})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // FingerprintDomain is the first member of the array a tool fingerprint
@@ -53,7 +54,10 @@ func fingerprintInput(namespace string, revision uint64, identity string) []byte
 
 // appendCanonicalString appends s as an RFC 8785 (§3.2.2.2) JSON string.
 func appendCanonicalString(b []byte, s string) []byte {
-	return appendCanonicalText(b, strings.ToValidUTF8(s, "\uFFFD"))
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return appendCanonicalText(b, s)
 }
 
 // appendCanonicalBytes is appendCanonicalString for valid UTF-8 bytes.

@@ -86,8 +86,8 @@ type Annotations struct {
 //	write        false     false        idempotent   openWorld
 //	destructive  false     true         idempotent   openWorld
 //
-// where idempotent and openWorld are the declared booleans (false when a
-// declared effects object leaves them out).
+// where idempotent and openWorld are the declared booleans, left out (so
+// MCP's own defaults apply) when the effects object does not declare them.
 func annotations(e descriptor.Effects) Annotations {
 	var readOnly, destructive bool
 	switch e.Class {
@@ -102,7 +102,7 @@ func annotations(e descriptor.Effects) Annotations {
 	return Annotations{
 		ReadOnlyHint:    &readOnly,
 		DestructiveHint: &destructive,
-		IdempotentHint:  &e.Idempotent,
-		OpenWorldHint:   &e.OpenWorld,
+		IdempotentHint:  e.Idempotent,
+		OpenWorldHint:   e.OpenWorld,
 	}
 }

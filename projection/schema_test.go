@@ -133,9 +133,9 @@ func TestAnnotations(t *testing.T) {
 		want    string
 	}{
 		{nil, `{}`},
-		{map[string]any{"class": "none"}, `{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false}`},
-		{map[string]any{"class": "read", "idempotent": true}, `{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}`},
-		{map[string]any{"class": "write", "openWorld": true}, `{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":true}`},
+		{map[string]any{"class": "none"}, `{"readOnlyHint":true,"destructiveHint":false}`},
+		{map[string]any{"class": "read", "idempotent": true}, `{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true}`},
+		{map[string]any{"class": "write", "openWorld": true}, `{"readOnlyHint":false,"destructiveHint":false,"openWorldHint":true}`},
 		{map[string]any{"class": "destructive", "idempotent": true, "openWorld": true}, `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":true}`},
 	} {
 		d := decl(t, "acme.a", cmd{id: "x", path: []string{"x"}, eligible: true, effects: tc.effects})

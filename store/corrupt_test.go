@@ -140,7 +140,9 @@ func TestCorruptRecords(t *testing.T) {
 		{"active pointer dangling", func(t testing.TB) func(*bolt.Tx) error { return put("active", []byte("revision"), u64(7)) },
 			[]func(*store.Tx) error{active, resolve, prefix}},
 		{"audit garbage", func(t testing.TB) func(*bolt.Tx) error { return put("audit", u64(1), garbage) }, []func(*store.Tx) error{audit}},
-		{"audit bad key", func(t testing.TB) func(*bolt.Tx) error { return put("audit", []byte("one"), mustCBOR(t, map[int]any{3: "x"})) }, []func(*store.Tx) error{audit}},
+		{"audit bad key", func(t testing.TB) func(*bolt.Tx) error {
+			return put("audit", []byte("one"), mustCBOR(t, map[int]any{3: "x"}))
+		}, []func(*store.Tx) error{audit}},
 		{"trust bucket missing", func(t testing.TB) func(*bolt.Tx) error {
 			return func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("trust")) }
 		}, []func(*store.Tx) error{keys}},

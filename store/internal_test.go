@@ -91,9 +91,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if r, err := decodeReleaseRec(digestKey, data); err == nil {
 			roundTrip(t, data, r, func(b []byte) (any, error) { return decodeReleaseRec(digestKey, b) }, &releaseRec{})
 		}
-		if k, err := decodeKeyRec(append([]byte("acme\x00"), digestKey...), data); err == nil {
-			_ = k
-		}
+		_, _ = decodeKeyRec(append([]byte("acme\x00"), digestKey...), data)
 		if r, err := decodeRevisionRec(u64key(2), data); err == nil {
 			roundTrip(t, data, r, func(b []byte) (any, error) { return decodeRevisionRec(u64key(2), b) }, &revisionRec{})
 		}
@@ -120,5 +118,35 @@ func roundTrip(t *testing.T, data []byte, got any, dec func([]byte) (any, error)
 	}
 	if !reflect.DeepEqual(got, again) {
 		t.Fatalf("round trip changed the record:\n%+v\n%+v", got, again)
+	}
+}
+
+func TestDecodeIsStrict(t *testing.T) {
+	valid := &releaseRec{Package: "p", Version: "1", Publisher: "a", Dir: "/d", InstalledAt: 2, Descriptor: []byte("{}")}
+	good, err := encode(valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("sha256:" + string(bytes.Repeat([]byte("c"), 64)))
+	if _, err := decodeReleaseRec(key, good); err != nil {
+		t.Fatalf("a valid record: %v", err)
+	}
+	// good with one more pair: the map header grows by one.
+	withPair := func(pair ...byte) []byte {
+		b := append([]byte{good[0] + 1}, good[1:]...)
+		return append(b, pair...)
+	}
+	tests := map[string][]byte{
+		"unknown field":   withPair(0x18, 0x63, 0x01),      // 99: 1
+		"duplicate field": withPair(0x01, 0x61, 'q'),       // 1: "q" again
+		"trailing bytes":  append(bytes.Clone(good), 0x00), // a second item
+		"tagged":          append([]byte{0xd8, 0x20}, good...),
+		"indefinite map":  append(append([]byte{0xbf}, good[1:]...), 0xff),
+		"invalid UTF-8":   {0xa1, 0x01, 0x61, 0xff},
+	}
+	for name, data := range tests {
+		if _, err := decodeReleaseRec(key, data); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
 	}
 }

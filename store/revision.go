@@ -130,7 +130,9 @@ func (rt *Route) check() error {
 // r.Parent must be the number of the active revision (0 when there is
 // none): the candidate was built from it. Otherwise PublishRevision
 // writes nothing and returns *ConflictError; rebuild the candidate from
-// the active revision and retry.
+// the active revision and retry. Invalid candidates are refused before
+// anything is written too. Any other error may leave the transaction
+// half-done: return it from the Update function so that it rolls back.
 func (tx *Tx) PublishRevision(r *Revision) (uint64, error) {
 	if err := errors.Join(r.check(), r.checkRoutes()); err != nil {
 		return 0, fmt.Errorf("publish revision: %w", err)

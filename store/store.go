@@ -217,6 +217,10 @@ func newSecret() ([]byte, error) {
 
 // Created returns when the store was initialized.
 func (tx *Tx) Created() time.Time {
-	n, _ := keyU64(tx.tx.Bucket(bucketMeta).Get(keyCreated))
+	meta := tx.tx.Bucket(bucketMeta)
+	if meta == nil {
+		return time.Time{}
+	}
+	n, _ := keyU64(meta.Get(keyCreated))
 	return fromNanos(int64(n))
 }

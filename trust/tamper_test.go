@@ -271,6 +271,22 @@ var tamperCases = []tamperCase{
 				return append([]entry{g}, es...)
 			})
 		}},
+	{name: "sparse_file", code: CodeSpecialFile,
+		build: func(t testing.TB, f *fixture) []byte {
+			// GNU sparse format 1.0: archive/tar expands the holes itself,
+			// so a tiny entry could stand for a huge file.
+			var recs []byte
+			for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"},
+				{"GNU.sparse.name", "sparse"}, {"GNU.sparse.realsize", "100"}} {
+				recs = append(recs, paxRecord(kv[0], kv[1])...)
+			}
+			raw := rawHeader("pax", tar.TypeXHeader, int64(len(recs)))
+			raw = append(raw, pad512(recs)...)
+			raw = append(raw, rawHeader("GNUSparseFile.0/sparse", tar.TypeReg, 512)...)
+			raw = append(raw, pad512([]byte("0\n"))...)
+			raw = append(raw, make([]byte, 1024)...)
+			return gz(t, raw)
+		}},
 	{name: "dotdot", code: CodeUnsafePath, corpus: true,
 		build: func(t testing.TB, f *fixture) []byte {
 			return f.with(t, func(es []entry) []entry { return append(es, regular("../evil", 0o644, "x")) })
@@ -383,8 +399,7 @@ var tamperCases = []tamperCase{
 			var raw []byte
 			for range 8 {
 				raw = append(raw, rawHeader("x", tar.TypeXHeader, int64(len(rec)))...)
-				raw = append(raw, rec...)
-				raw = append(raw, make([]byte, (512-len(rec)%512)%512)...)
+				raw = append(raw, pad512(rec)...)
 			}
 			return gz(t, raw)
 		}},
@@ -496,6 +511,8 @@ var tamperCases = []tamperCase{
 	{name: "not_tar", code: CodeBadArchive,
 		build: func(t testing.TB, f *fixture) []byte { return gz(t, bytes.Repeat([]byte("garbage!"), 100)) }},
 }
+
+func pad512(b []byte) []byte { return append(b, make([]byte, (512-len(b)%512)%512)...) }
 
 func paxRecord(key, value string) []byte {
 	payload := " " + key + "=" + value + "\n"
