@@ -3,11 +3,18 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/store"
 )
 
 func env(kv ...string) func(string) string {
@@ -82,5 +89,54 @@ func TestExitStatus(t *testing.T) {
 				t.Errorf("stderr %q does not contain %q", &errOut, tt.wantStderr)
 			}
 		})
+	}
+}
+
+// A store written by a newer build is refused with a clear message and
+// the store-unavailable status, and is left untouched.
+func TestFutureStore(t *testing.T) {
+	home := t.TempDir()
+	ios := cli.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}
+	if got := app.Run(context.Background(), app.Rukh, []string{"profile", "apply", "-f", "testdata/profile.json"}, ios, env("RUKH_HOME", home)); got != 0 {
+		t.Fatalf("profile apply: exit %d: %s", got, ios.ErrOut)
+	}
+	db, err := bbolt.Open(filepath.Join(home, "data", "store.db"), 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, store.SchemaVersion+1))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	ios.ErrOut = &errOut
+	got := app.Run(context.Background(), app.Rukh, []string{"profile", "show"}, ios, env("RUKH_HOME", home))
+	if got != cli.ExitTempFail {
+		t.Errorf("exit status %d, want %d", got, cli.ExitTempFail)
+	}
+	if want := fmt.Sprintf("has schema version %d; this build supports up to %d; upgrade rukh", store.SchemaVersion+1, store.SchemaVersion); !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q does not say %q", &errOut, want)
+	}
+}
+
+// A store held by another process is a clear, bounded error, not a hang.
+func TestLockedStore(t *testing.T) {
+	home := t.TempDir()
+	s, err := store.Open(filepath.Join(home, "data", "store.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var errOut bytes.Buffer
+	ios := cli.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut}
+	got := app.Run(context.Background(), app.Rukh, []string{"profile", "apply", "-f", "testdata/profile.json"}, ios, env("RUKH_HOME", home))
+	if got != cli.ExitTempFail {
+		t.Errorf("exit status %d, want %d", got, cli.ExitTempFail)
+	}
+	if !strings.Contains(errOut.String(), "locked by another process") {
+		t.Errorf("stderr %q does not explain the lock", &errOut)
 	}
 }
