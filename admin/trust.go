@@ -2,17 +2,15 @@ package admin
 
 import (
 	"fmt"
-	"regexp"
 
+	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"
 )
 
-var rePublisher = regexp.MustCompile(`^[a-z0-9]+([.-][a-z0-9]+)*$`)
-
 // TrustAdd trusts the public key in pubPath for publisher.
 func (a *Admin) TrustAdd(publisher, pubPath string) (*Result, string, error) {
-	if len(publisher) > 64 || !rePublisher.MatchString(publisher) {
+	if !descriptor.ValidPublisher(publisher) {
 		return nil, "", fmt.Errorf("%q is not a publisher name: lowercase letters and digits joined by \"-\" or \".\"", publisher)
 	}
 	pub, err := trust.ReadPublicKey(pubPath)

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/gowebpki/jcs"
+	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
 
@@ -140,7 +141,6 @@ func Parse(data []byte) (*Profile, error) {
 var (
 	reNamespace = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 	reTask      = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	reIdentity  = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9-]+)*/([a-z][a-z0-9]*(-[a-z0-9]+)*|\*)$`)
 )
 
 // Validate checks the profile on its own.
@@ -168,7 +168,7 @@ func (p *Profile) Validate() error {
 	for i, e := range p.MCP.Expose {
 		at := fmt.Sprintf("/mcp/expose/%d", i)
 		switch {
-		case !reIdentity.MatchString(e):
+		case !validExposureEntry(e):
 			add(at, "%q is neither a command identity like \"acme.deploy/status\" nor a package set like \"acme.deploy/*\"", e)
 		case slices.Index(p.MCP.Expose, e) != i:
 			add(at, "%q is listed twice", e)
@@ -217,6 +217,21 @@ func (p *Profile) Validate() error {
 		return errs
 	}
 	return nil
+}
+
+// ParseExposure splits an mcp.expose entry — a command identity or a
+// package set like "acme.tools/*" — into package and command id ("*" for
+// a set), and reports whether it is valid.
+func ParseExposure(e string) (pkg, id string, ok bool) {
+	if pkg, ok := strings.CutSuffix(e, "/*"); ok {
+		return pkg, "*", descriptor.ValidPackage(pkg)
+	}
+	return descriptor.SplitIdentity(e)
+}
+
+func validExposureEntry(e string) bool {
+	_, _, ok := ParseExposure(e)
+	return ok
 }
 
 func validPattern(p string) bool {

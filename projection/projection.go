@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/values"
 )
 
@@ -97,10 +98,7 @@ type NotExposed struct {
 }
 
 var (
-	reDigest   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	rePackage  = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9-]+)*$`)    // descriptor's package grammar
-	reCommand  = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`) // descriptor's command id grammar
-	maxNameLen = descriptor.MaxNameLength
+	reDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
 // Build derives the projection of in. It returns every problem found, in
@@ -277,7 +275,7 @@ func (b *builder) selectTools() {
 			continue
 		}
 		seen[e] = true
-		pkg, id, ok := parseExpose(e)
+		pkg, id, ok := profile.ParseExposure(e)
 		if !ok {
 			b.add(CodeExposeInvalid, e, "%q is not a command identity like \"acme.deploy/status\" or a package set like \"acme.tools/*\"; fix mcp.expose in the profile", e)
 			continue
@@ -347,19 +345,6 @@ func (b *builder) selectTools() {
 		}
 	}
 	slices.SortStableFunc(p.NotExposed, func(x, y NotExposed) int { return strings.Compare(x.Identity, y.Identity) })
-}
-
-// parseExpose splits an mcp.expose entry into package and command id ("*"
-// for a package set).
-func parseExpose(e string) (pkg, id string, ok bool) {
-	pkg, id, found := strings.Cut(e, "/")
-	if !found || len(pkg) > maxNameLen || !rePackage.MatchString(pkg) {
-		return "", "", false
-	}
-	if id != "*" && (len(id) > maxNameLen || !reCommand.MatchString(id)) {
-		return "", "", false
-	}
-	return pkg, id, true
 }
 
 func reasons(e descriptor.Eligibility) string {
