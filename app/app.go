@@ -75,17 +75,28 @@ func (c Config) Paths(getenv func(string) string) (cli.Paths, error) {
 func Main(cfg Config, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
+	return Run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Environ())
 }
 
-// Run runs the CLI with explicit streams and environment, for tests and
-// embedders.
-func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, getenv func(string) string) int {
+// Run runs the CLI with explicit streams and environment ("KEY=value"
+// pairs), for tests and embedders.
+func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, environ []string) int {
+	getenv := func(key string) string {
+		for i := len(environ) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(environ[i], "="); ok && k == key {
+				return v
+			}
+		}
+		return ""
+	}
+	dir, _ := os.Getwd()
 	f := &cli.Factory{
 		Name:    cfg.Name,
 		IO:      ios,
 		HomeEnv: cfg.HomeEnv(),
 		Paths:   func() (cli.Paths, error) { return cfg.Paths(getenv) },
+		Dir:     dir,
+		Env:     environ,
 	}
 	return cli.Execute(ctx, f, args)
 }

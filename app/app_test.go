@@ -25,6 +25,14 @@ func env(kv ...string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
+func environ(kv ...string) []string {
+	var out []string
+	for i := 0; i < len(kv); i += 2 {
+		out = append(out, kv[i]+"="+kv[i+1])
+	}
+	return out
+}
+
 func TestPaths(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -78,7 +86,7 @@ func TestExitStatus(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			ios := cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-			got := app.Run(context.Background(), app.Rukh, tt.args, ios, env("RUKH_HOME", t.TempDir()))
+			got := app.Run(context.Background(), app.Rukh, tt.args, ios, environ("RUKH_HOME", t.TempDir()))
 			if got != tt.want {
 				t.Errorf("exit status %d, want %d\nstdout: %s\nstderr: %s", got, tt.want, &out, &errOut)
 			}
@@ -97,7 +105,7 @@ func TestExitStatus(t *testing.T) {
 func TestFutureStore(t *testing.T) {
 	home := t.TempDir()
 	ios := cli.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}
-	if got := app.Run(context.Background(), app.Rukh, []string{"profile", "apply", "-f", "testdata/profile.json"}, ios, env("RUKH_HOME", home)); got != 0 {
+	if got := app.Run(context.Background(), app.Rukh, []string{"profile", "apply", "-f", "testdata/profile.json"}, ios, environ("RUKH_HOME", home)); got != 0 {
 		t.Fatalf("profile apply: exit %d: %s", got, ios.ErrOut)
 	}
 	db, err := bbolt.Open(filepath.Join(home, "data", "store.db"), 0o600, &bbolt.Options{Timeout: time.Second})
@@ -113,7 +121,7 @@ func TestFutureStore(t *testing.T) {
 	}
 	var errOut bytes.Buffer
 	ios.ErrOut = &errOut
-	got := app.Run(context.Background(), app.Rukh, []string{"profile", "show"}, ios, env("RUKH_HOME", home))
+	got := app.Run(context.Background(), app.Rukh, []string{"profile", "show"}, ios, environ("RUKH_HOME", home))
 	if got != cli.ExitTempFail {
 		t.Errorf("exit status %d, want %d", got, cli.ExitTempFail)
 	}
@@ -132,7 +140,7 @@ func TestLockedStore(t *testing.T) {
 	defer s.Close()
 	var errOut bytes.Buffer
 	ios := cli.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut}
-	got := app.Run(context.Background(), app.Rukh, []string{"profile", "apply", "-f", "testdata/profile.json"}, ios, env("RUKH_HOME", home))
+	got := app.Run(context.Background(), app.Rukh, []string{"profile", "apply", "-f", "testdata/profile.json"}, ios, environ("RUKH_HOME", home))
 	if got != cli.ExitTempFail {
 		t.Errorf("exit status %d, want %d", got, cli.ExitTempFail)
 	}

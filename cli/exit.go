@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
 )
 
@@ -19,6 +20,37 @@ const (
 	ExitDeadline    = 124 // deadline expired
 	ExitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM)
 )
+
+// OutcomeStatus maps an invocation's outcome to the exit status
+// (DESIGN §5): the one place the CLI decides it.
+func OutcomeStatus(o *invoke.Outcome) int {
+	switch o.Outcome {
+	case invoke.Succeeded:
+		return ExitOK
+	case invoke.CommandFailed:
+		if o.ExitStatus > 0 && o.ExitStatus < 256 {
+			return o.ExitStatus
+		}
+		return ExitFailed
+	case invoke.Rejected:
+		switch o.Reason {
+		case invoke.ReasonInvalidInput:
+			return ExitUsage
+		case invoke.ReasonDenied:
+			return ExitDenied
+		case invoke.ReasonBusy:
+			return ExitTempFail
+		default: // unsupported, interaction_required
+			return ExitUnavailable
+		}
+	case invoke.Cancelled:
+		if o.Reason == invoke.ReasonDeadline {
+			return ExitDeadline
+		}
+		return ExitInterrupted
+	}
+	return ExitSoftware // execution_failed
+}
 
 // ExitError carries an exit status out of a command. When Reported is
 // set, the command already told the user what went wrong.

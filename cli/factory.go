@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/invoke"
 )
 
 // IOStreams are the streams a command writes to: data on Out, everything
@@ -32,6 +33,17 @@ type Factory struct {
 	IO      IOStreams
 	HomeEnv string // e.g. RUKH_HOME
 	Paths   func() (Paths, error)
+	Dir     string   // the working directory commands run in
+	Env     []string // the caller's environment (filtered before a command sees it)
+}
+
+// Core returns the invocation core on the CLI's data directory.
+func (f *Factory) Core() (*invoke.Core, error) {
+	p, err := f.Paths()
+	if err != nil {
+		return nil, &ExitError{Status: ExitUsage, Err: err}
+	}
+	return invoke.New(p.Data), nil
 }
 
 // Admin returns the owner operations on the CLI's data directory. The

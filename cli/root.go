@@ -12,8 +12,11 @@ import (
 // exit status. Errors are printed to f.IO.ErrOut, once.
 func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := NewRoot(f)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := addExtensions(f, root, args)
+	if err == nil {
+		root.SetArgs(args)
+		err = root.ExecuteContext(ctx)
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -50,7 +53,8 @@ where the owner's profile exposes it.`,
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f))
+	root.AddGroup(&cobra.Group{ID: extensionGroup, Title: "Extension commands:"})
+	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f), newInvocationsCmd(f))
 	return root
 }
 

@@ -251,18 +251,9 @@ func (tx *Tx) ActiveRevision() (*Revision, error) {
 // Revision returns revision n with its routes, or nil, nil if there is no
 // such revision.
 func (tx *Tx) Revision(n uint64) (*Revision, error) {
-	revs, err := tx.bucket(bucketRevisions)
-	if err != nil {
-		return nil, err
-	}
-	key := u64key(n)
-	data := revs.Get(key)
-	if data == nil {
-		return nil, nil
-	}
-	r, err := decodeRevision(key, data)
-	if err != nil {
-		return nil, err
+	r, err := tx.RevisionHeader(n)
+	if err != nil || r == nil {
+		return r, err
 	}
 	routes, err := tx.Routes(n)
 	if err != nil {
@@ -273,6 +264,21 @@ func (tx *Tx) Revision(n uint64) (*Revision, error) {
 		r.Routes[i] = *rt
 	}
 	return r, nil
+}
+
+// RevisionHeader returns revision n without its routes (Routes is nil):
+// the cheap read for a caller that resolves routes through the index.
+func (tx *Tx) RevisionHeader(n uint64) (*Revision, error) {
+	revs, err := tx.bucket(bucketRevisions)
+	if err != nil {
+		return nil, err
+	}
+	key := u64key(n)
+	data := revs.Get(key)
+	if data == nil {
+		return nil, nil
+	}
+	return decodeRevision(key, data)
 }
 
 // Revisions returns every revision, oldest first, without routes.

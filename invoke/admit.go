@@ -1,0 +1,196 @@
+package invoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/values"
+)
+
+// admission is what admit decided for an invocation that may run.
+type admission struct {
+	taskName string
+	task     profile.Task
+	inputs   values.Map
+	deadline time.Duration
+}
+
+// Invoke runs one call of a pinned target through every phase and returns
+// its committed outcome. It never returns a nil Outcome; err is set only
+// when the outcome could not be committed to the store.
+func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (*Outcome, error) {
+	ad, out := c.admit(t, req)
+	if out != nil {
+		out.InvocationID = newInvocationID()
+		return out, c.recordRejected(t, req, ad, out)
+	}
+	inv := &store.Invocation{
+		ID: newInvocationID(), Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
+		Transport: req.Transport, Task: ad.taskName, PID: os.Getpid(), PIDStart: selfStart(), StartedAt: c.Now().UTC(),
+	}
+	if err := c.update(func(tx *store.Tx) error {
+		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, processAlive, c.Now().UTC())
+	}); err != nil {
+		var busy *store.BusyError
+		if errors.As(err, &busy) {
+			out := rejected(ReasonBusy, "%v", busy)
+			out.InvocationID = inv.ID
+			return out, c.recordRejected(t, req, ad, out)
+		}
+		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonHostLost, Message: err.Error()}, err
+	}
+	out = c.run(ctx, t, req, inv.ID, ad)
+	out.InvocationID = inv.ID
+	return out, c.finish(inv.ID, out)
+}
+
+// admit checks support, inputs and authorization, and picks the task
+// preset. A non-nil Outcome is a refusal.
+func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
+	cmd := t.Command
+	ad := &admission{taskName: t.Profile.CLI.Task}
+	if req.Transport == TransportMCP {
+		ad.taskName = t.Profile.MCP.Task
+	}
+	ad.task = t.Profile.Tasks[ad.taskName]
+
+	// Support.
+	switch {
+	case req.Transport == TransportMCP && !cmd.Eligibility.Eligible:
+		return ad, rejected(ReasonUnsupported, "%s is not machine-eligible: %s", cmd.Identity, cmd.Eligibility)
+	case cmd.Execute.Lifetime == descriptor.Background:
+		return ad, rejected(ReasonUnsupported, "%s runs in the background, which this build does not support", cmd.Identity)
+	case cmd.Machine.Interaction == descriptor.InteractionRequired && (req.Transport == TransportMCP || !req.Interactive):
+		return ad, rejected(ReasonInteractionRequired, "%s needs a person to answer it; run it from a terminal", cmd.Identity)
+	}
+
+	// Inputs, through the one typed model.
+	if cmd.Execute.Mapping == descriptor.Managed {
+		var m values.Map
+		var verr *values.Error
+		if req.Transport == TransportMCP {
+			m, verr = values.FromArguments(cmd.Specs(), req.Arguments)
+		} else {
+			m, verr = values.FromCLI(cmd.Specs(), req.CLIInputs)
+		}
+		if verr != nil {
+			out := rejected(ReasonInvalidInput, "%s", verr.Message)
+			out.Message = describeInputError(cmd, verr)
+			return ad, out
+		}
+		ad.inputs = m
+	}
+
+	// Authorization: the task preset must cover the command and every
+	// access request it makes with these inputs.
+	if !matchesAny(ad.task.Commands, cmd.Identity) {
+		return ad, rejected(ReasonDenied, "task %q may not run %s; the owner can add it to tasks.%s.commands", ad.taskName, cmd.Identity, ad.taskName)
+	}
+	for _, a := range cmd.Access {
+		resource := expand(a.Resource, ad.inputs)
+		if !allowed(ad.task.Allow, a.Action, resource) {
+			return ad, rejected(ReasonDenied, "task %q does not allow %s on %q; the owner can add an allow rule to tasks.%s", ad.taskName, a.Action, resource, ad.taskName)
+		}
+	}
+	ad.deadline = time.Duration(ad.task.DeadlineMs) * time.Millisecond
+	return ad, nil
+}
+
+func describeInputError(cmd *descriptor.Command, e *values.Error) string {
+	for _, in := range cmd.Inputs {
+		if in.ID != e.Input {
+			continue
+		}
+		switch {
+		case in.Flag != "":
+			return fmt.Sprintf("--%s: %s", in.Flag, e.Message)
+		default:
+			return fmt.Sprintf("argument %d (%s): %s", in.Positional+1, in.ID, e.Message)
+		}
+	}
+	return e.Message
+}
+
+func matchesAny(patterns []string, identity string) bool {
+	for _, p := range patterns {
+		if profile.Matches(p, identity) {
+			return true
+		}
+	}
+	return false
+}
+
+// expand fills {id} placeholders of a resource template with input values.
+func expand(template string, inputs values.Map) string {
+	if !strings.Contains(template, "{") {
+		return template
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(template, '{')
+		j := strings.IndexByte(template, '}')
+		if i < 0 || j < i {
+			b.WriteString(template)
+			return b.String()
+		}
+		b.WriteString(template[:i])
+		if e, ok := inputs[template[i+1:j]]; ok {
+			b.WriteString(e.Value.String())
+		}
+		template = template[j+1:]
+	}
+}
+
+func allowed(rules []profile.Rule, action, resource string) bool {
+	for _, r := range rules {
+		a, _ := path.Match(r.Action, action)
+		res, _ := path.Match(r.Resource, resource)
+		if a && res {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Core) update(fn func(tx *store.Tx) error) error {
+	s, err := store.Open(c.storePath(), store.Options{Timeout: c.StoreTimeout})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Update(fn)
+}
+
+// recordRejected commits a refusal as an invocation that began and ended
+// at once, so it has an id and exactly one outcome like any other.
+func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outcome) error {
+	now := c.Now().UTC()
+	inv := &store.Invocation{
+		ID: out.InvocationID, Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
+		Transport: req.Transport, Task: ad.taskName, PID: os.Getpid(), PIDStart: selfStart(), StartedAt: now,
+	}
+	return c.update(func(tx *store.Tx) error {
+		// A refusal occupies no slot: admit it against an unbounded limit.
+		if err := tx.BeginInvocation(inv, int(^uint(0)>>1), processAlive, now); err != nil {
+			return err
+		}
+		_, err := tx.FinishInvocation(inv.ID, out.Outcome, out.Reason, 0, out.Message, now)
+		return err
+	})
+}
+
+// finish commits the outcome; the first committed outcome stands.
+func (c *Core) finish(id string, out *Outcome) error {
+	return c.update(func(tx *store.Tx) error {
+		_, err := tx.FinishInvocation(id, out.Outcome, out.Reason, out.ExitStatus, out.Message, c.Now().UTC())
+		return err
+	})
+}

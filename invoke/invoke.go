@@ -1,0 +1,139 @@
+// Package invoke is Rukh's one invocation core: every command, whichever
+// presentation called it, is resolved, admitted, recorded, executed and
+// finalized here, with exactly one committed outcome.
+package invoke
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/resultschema"
+	"github.com/rukh-cli/rukh/store"
+)
+
+// The outcomes of an invocation (DESIGN I10).
+const (
+	Succeeded       = "succeeded"
+	CommandFailed   = "command_failed"
+	ExecutionFailed = "execution_failed"
+	Rejected        = "rejected"
+	Cancelled       = "cancelled"
+)
+
+// The closed vocabulary of reasons (DESIGN §5).
+const (
+	ReasonInvalidInput        = "invalid_input"
+	ReasonDenied              = "denied"
+	ReasonUnsupported         = "unsupported"
+	ReasonInteractionRequired = "interaction_required"
+	ReasonBusy                = "busy"
+	ReasonResultInvalid       = "result_invalid"
+	ReasonResultTooLarge      = "result_too_large"
+	ReasonSpawnFailed         = "spawn_failed"
+	ReasonProtocolError       = "protocol_error"
+	ReasonDeadline            = "deadline"
+	ReasonClientCancelled     = "client_cancelled"
+	ReasonInterrupted         = "interrupted"
+	ReasonHostLost            = "host_lost"
+)
+
+// Transports.
+const (
+	TransportCLI = "cli"
+	TransportMCP = "mcp"
+)
+
+// Core runs invocations against one data directory. It opens the store
+// for each short transaction and never holds it while a command runs.
+type Core struct {
+	DataDir      string
+	StoreTimeout time.Duration // lock wait; 0 means the store's default
+	// Grace is how long a command has between SIGTERM and SIGKILL when it
+	// is stopped; it comes out of a budget that never renews.
+	Grace time.Duration
+	Now   func() time.Time
+}
+
+// New returns a Core for dataDir with default settings.
+func New(dataDir string) *Core {
+	return &Core{DataDir: dataDir, Grace: 2 * time.Second, Now: time.Now}
+}
+
+func (c *Core) storePath() string { return c.DataDir + "/store.db" }
+
+// Target is a resolved command, pinned for the whole invocation: the
+// revision, the release and the declaration it was resolved in.
+type Target struct {
+	Revision uint64
+	Profile  *profile.Profile
+	Release  *store.Release
+	Package  *descriptor.Descriptor
+	Command  *descriptor.Command
+	Words    []string // the route words that named it (CLI)
+}
+
+// Request is one call of a resolved command.
+type Request struct {
+	Transport string // TransportCLI or TransportMCP
+	// Exactly one way of giving inputs applies: CLI strings per input id,
+	// MCP JSON arguments, or raw argv for a passthrough command.
+	CLIInputs map[string][]string
+	Arguments []byte
+	Argv      []string
+
+	// The child's standard streams. An *os.File (a terminal) is handed to
+	// the child as it is; another writer gets a copy of everything; a nil
+	// Stdin is /dev/null and a nil Stdout or Stderr is drained into bounded
+	// diagnostics (DiagnosticsOut).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Dir            string   // the caller's working directory
+	Env            []string // the caller's environment; filtered by EnvAllowlist
+	Interactive    bool
+	OnProgress     func(extproto.Progress)
+	CancelReason   func() string // why ctx was cancelled: ReasonInterrupted (default) or ReasonClientCancelled
+	DiagnosticsOut io.Writer     // where drained child output goes (bounded); nil discards it
+}
+
+// Outcome is the committed result of an invocation.
+type Outcome struct {
+	InvocationID string
+	Outcome      string
+	Reason       string
+	Message      string // for a person: what happened and what to do
+	Result       *resultschema.CommandResult
+	Effects      []extproto.Effect
+	ExitStatus   int // the command's own exit status, when it ran
+	Diagnostics  Diagnostics
+}
+
+// Diagnostics counts child output that was drained rather than shown.
+type Diagnostics struct {
+	StdoutBytes, StderrBytes     int64
+	StdoutDropped, StderrDropped int64
+}
+
+func (o *Outcome) Error() string {
+	if o.Message != "" {
+		return o.Message
+	}
+	return fmt.Sprintf("%s (%s)", o.Outcome, o.Reason)
+}
+
+func rejected(reason, format string, args ...any) *Outcome {
+	return &Outcome{Outcome: Rejected, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func newInvocationID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("invoke: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,56 @@
+package invoke
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// procStart returns a process's start time in clock ticks since boot
+// (field 22 of /proc/PID/stat), which together with the pid identifies a
+// process even after its pid is reused.
+func procStart(pid int) (uint64, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	// fields[0] is field 3 (state); starttime is field 22.
+	if len(fields) < 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(fields[19], 10, 64)
+	return n, err == nil
+}
+
+func selfStart() uint64 {
+	n, _ := procStart(os.Getpid())
+	return n
+}
+
+// processAlive reports whether the host process that opened an invocation
+// record still runs.
+func processAlive(pid int, start uint64) bool {
+	n, ok := procStart(pid)
+	return ok && n == start
+}
+
+// signalGroup sends sig to the process group pgid, ignoring a group that
+// is already gone.
+func signalGroup(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}
+
+// groupAlive reports whether any process is left in group pgid.
+func groupAlive(pgid int) bool {
+	return pgid > 0 && syscall.Kill(-pgid, 0) == nil
+}

@@ -1,0 +1,142 @@
+package invoke
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/store"
+)
+
+// ErrNoCommand means the words name no installed command.
+var ErrNoCommand = errors.New("no such command")
+
+// view runs fn in a short read transaction; a store that does not exist
+// yet is passed as nil.
+func (c *Core) view(fn func(tx *store.Tx) error) error {
+	if _, err := os.Stat(c.storePath()); errors.Is(err, fs.ErrNotExist) {
+		return fn(nil)
+	}
+	s, err := store.Open(c.storePath(), store.Options{Timeout: c.StoreTimeout, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.View(fn)
+}
+
+// Resolve finds the command the route words name in the active revision,
+// reading one route record and one release — never the whole catalogue —
+// and pins it. It returns how many words the route used; ErrNoCommand
+// when none matches.
+func (c *Core) Resolve(words []string) (*Target, int, error) {
+	var t *Target
+	var used int
+	err := c.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return ErrNoCommand
+		}
+		rt, n, err := tx.ResolveRoute(words)
+		if err != nil {
+			return err
+		}
+		if rt == nil {
+			return ErrNoCommand
+		}
+		rev, err := tx.ActiveNumber()
+		if err != nil {
+			return err
+		}
+		t, err = pin(tx, rev, rt.Digest, rt.Command)
+		if err != nil {
+			return err
+		}
+		t.Words, used = words[:n], n
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return t, used, nil
+}
+
+// pin loads the profile of revision rev and command index cmd of release
+// digest.
+func pin(tx *store.Tx, rev uint64, digest string, cmd int) (*Target, error) {
+	hdr, err := tx.RevisionHeader(rev)
+	if err != nil {
+		return nil, err
+	}
+	if hdr == nil {
+		return nil, fmt.Errorf("the active revision %d is missing from the store; run `rukh doctor`", rev)
+	}
+	p, err := profile.Parse(hdr.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("revision %d: %w", rev, err)
+	}
+	rel, err := tx.Release(digest)
+	if err != nil {
+		return nil, err
+	}
+	if rel == nil {
+		return nil, fmt.Errorf("release %s of revision %d is not installed; run `rukh doctor`", digest, rev)
+	}
+	d, err := descriptor.Decode(rel.Descriptor)
+	if err != nil {
+		return nil, fmt.Errorf("release %s: stored descriptor: %w", digest, err)
+	}
+	if cmd < 0 || cmd >= len(d.Commands) {
+		return nil, fmt.Errorf("release %s has no command #%d", digest, cmd)
+	}
+	return &Target{Revision: rev, Profile: p, Release: rel, Package: d, Command: d.Commands[cmd]}, nil
+}
+
+// Children lists the routes under a group prefix (all routes for an empty
+// prefix), for help and completion. It reads route records only.
+func (c *Core) Children(prefix []string) ([]*store.Route, error) {
+	var out []*store.Route
+	err := c.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		var err error
+		out, err = tx.RoutesWithPrefix(prefix)
+		return err
+	})
+	return out, err
+}
+
+// Invocations returns the most recent invocation records, newest first.
+func (c *Core) Invocations(limit int) ([]*store.Invocation, error) {
+	var out []*store.Invocation
+	err := c.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		var err error
+		out, err = tx.Invocations(limit)
+		return err
+	})
+	return out, err
+}
+
+// Invocation finds one invocation record by id or unique id prefix.
+func (c *Core) Invocation(prefix string) (*store.Invocation, error) {
+	var out *store.Invocation
+	err := c.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		var err error
+		out, err = tx.FindInvocation(strings.ToLower(prefix))
+		return err
+	})
+	if err == nil && out == nil {
+		err = fmt.Errorf("no invocation %s; see `invocations list`", prefix)
+	}
+	return out, err
+}

@@ -1,0 +1,383 @@
+package invoke
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/resultschema"
+)
+
+// Bounds of the execute phase.
+const (
+	// channelGrace bounds how long the host waits for the channel to close
+	// once the command's process group is gone (a process that escaped the
+	// group may still hold fd 3).
+	channelGrace = 500 * time.Millisecond
+	// sendTimeout bounds writing the invoke frame.
+	sendTimeout = 2 * time.Second
+	// diagnosticsKeep is how much drained output is kept per stream.
+	diagnosticsKeep = 64 << 10
+)
+
+// EnvAllowlist is the caller's environment a command sees; everything
+// else is dropped, and the RUKH_IPC_* variables are always the host's own.
+var EnvAllowlist = []string{
+	"HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "COLORTERM", "NO_COLOR",
+	"LANG", "LANGUAGE", "TZ", "TMPDIR",
+}
+
+func childEnv(caller []string, extra ...string) []string {
+	var env []string
+	for _, kv := range caller {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "LC_") || containsString(EnvAllowlist, name) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// channelResult is what the host read from the private channel.
+type channelResult struct {
+	complete *extproto.Complete
+	err      error // a protocol violation
+}
+
+var errTwoReports = errors.New("the command sent a second completion report")
+
+// drain copies a child's output stream, keeping at most diagnosticsKeep
+// bytes and counting the rest as dropped; it always reads to the end so
+// the child never blocks on a full pipe.
+type drain struct {
+	kept, total, dropped atomic.Int64
+	out                  io.Writer
+	limit                int64 // bytes passed to out; the rest is counted as dropped
+}
+
+func (d *drain) run(r *os.File, wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer r.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			d.total.Add(int64(n))
+			keep := min(int64(n), d.limit-d.kept.Load())
+			if keep > 0 && d.out != nil {
+				d.out.Write(buf[:keep])
+			}
+			if keep > 0 {
+				d.kept.Add(keep)
+			}
+			d.dropped.Add(int64(n) - max(keep, 0))
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// run executes an admitted invocation and decides its outcome.
+func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *admission) *Outcome {
+	cmd := t.Command
+	prog := filepath.Join(t.Release.Dir, filepath.FromSlash(cmd.Execute.Program))
+	if fi, err := os.Lstat(prog); err != nil || !fi.Mode().IsRegular() {
+		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed,
+			Message: fmt.Sprintf("cannot run %s: its program %s is missing or not a regular file; reinstall %s %s", cmd.Identity, prog, t.Package.Package, t.Package.Version)}
+	}
+	managed := cmd.Execute.Mapping == descriptor.Managed
+	token := newToken()
+	args := append([]string{prog}, cmd.Execute.Args...)
+	env := childEnv(req.Env)
+	if !managed {
+		args = append(args, req.Argv...)
+	} else {
+		env = append(env, extproto.EnvFD+"=3", extproto.EnvToken+"="+token,
+			extproto.EnvInvocationID+"="+id, extproto.EnvCommand+"="+cmd.Identity)
+	}
+	ex := &exec.Cmd{Path: prog, Args: args, Dir: req.Dir, Env: env,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	if req.Stdin != nil {
+		ex.Stdin = req.Stdin
+		ex.WaitDelay = channelGrace // a stdin copy must not outlive the command
+	}
+
+	var closeAfterStart []*os.File
+	var drains sync.WaitGroup
+	var outDrain, errDrain drain
+	var readEnds []*os.File
+	for _, s := range []struct {
+		given io.Writer
+		set   *io.Writer
+		d     *drain
+	}{{req.Stdout, &ex.Stdout, &outDrain}, {req.Stderr, &ex.Stderr, &errDrain}} {
+		switch w := s.given.(type) {
+		case *os.File:
+			*s.set = w
+			continue
+		case nil:
+			s.d.out, s.d.limit = req.DiagnosticsOut, diagnosticsKeep
+		default:
+			s.d.out, s.d.limit = w, 1<<62
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: err.Error()}
+		}
+		*s.set = w
+		closeAfterStart = append(closeAfterStart, w)
+		readEnds = append(readEnds, r)
+		drains.Add(1)
+		go s.d.run(r, &drains)
+	}
+
+	var conn net.Conn
+	if managed {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			closeAll(closeAfterStart)
+			return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: "socketpair: " + err.Error()}
+		}
+		parent := os.NewFile(uintptr(fds[0]), "rukh-ipc")
+		child := os.NewFile(uintptr(fds[1]), "rukh-ipc-child")
+		conn, err = net.FileConn(parent)
+		parent.Close()
+		if err != nil {
+			child.Close()
+			closeAll(closeAfterStart)
+			return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: err.Error()}
+		}
+		defer conn.Close()
+		ex.ExtraFiles = []*os.File{child}
+		closeAfterStart = append(closeAfterStart, child)
+	}
+
+	err := ex.Start()
+	closeAll(closeAfterStart)
+	if err != nil {
+		closeAll(readEnds)
+		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed,
+			Message: fmt.Sprintf("cannot start %s: %v", cmd.Identity, err)}
+	}
+	pgid := ex.Process.Pid
+
+	reports := make(chan channelResult, 1)
+	if managed {
+		frame := (&extproto.Invoke{
+			InvocationID: id, Command: cmd.Identity, Transport: req.Transport, Interactive: req.Interactive,
+			DeadlineMs: ad.deadline.Milliseconds(), Inputs: ad.inputs.AppendJSON(nil),
+		}).AppendFrame(nil)
+		go readChannel(conn, frame, req.OnProgress, reports)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- ex.Wait() }()
+
+	// Wait for the process, stopping it on cancellation or at the deadline:
+	// SIGTERM to the group, then SIGKILL when the grace period (which
+	// never renews) runs out. The first accepted cause is the one kept.
+	deadline := time.NewTimer(ad.deadline)
+	defer deadline.Stop()
+	var cause string
+	var kill <-chan time.Time
+	done := ctx.Done()
+	stop := func(reason string) {
+		if cause == "" {
+			cause = reason
+			signalGroup(pgid, syscall.SIGTERM)
+			kill = time.After(c.Grace)
+		}
+	}
+	var waitErr error
+wait:
+	for {
+		select {
+		case waitErr = <-waited:
+			break wait
+		case <-done:
+			done = nil
+			reason := ReasonInterrupted
+			if req.CancelReason != nil {
+				reason = req.CancelReason()
+			}
+			stop(reason)
+		case <-deadline.C:
+			stop(ReasonDeadline)
+		case <-kill:
+			kill = nil
+			signalGroup(pgid, syscall.SIGKILL)
+		}
+	}
+	// Cleanup: whatever is left of the group (grandchildren) dies now.
+	signalGroup(pgid, syscall.SIGKILL)
+
+	var rep channelResult
+	if managed {
+		select {
+		case rep = <-reports:
+		case <-time.After(channelGrace):
+			conn.Close() // a process outside the group still holds fd 3
+			rep = <-reports
+		}
+	}
+	drained := make(chan struct{})
+	go func() { drains.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(channelGrace):
+		closeAll(readEnds) // a process outside the group still holds the pipe
+		<-drained
+	}
+
+	out := finalize(cmd, managed, token, cause, ad, rep, exitStatus(waitErr))
+	out.Diagnostics = Diagnostics{
+		StdoutBytes: outDrain.total.Load(), StderrBytes: errDrain.total.Load(),
+		StdoutDropped: outDrain.dropped.Load(), StderrDropped: errDrain.dropped.Load(),
+	}
+	return out
+}
+
+func readChannel(conn net.Conn, frame []byte, onProgress func(extproto.Progress), reports chan<- channelResult) {
+	var res channelResult
+	defer func() { reports <- res }()
+	conn.SetWriteDeadline(time.Now().Add(sendTimeout))
+	if _, err := conn.Write(frame); err != nil {
+		// The command may have finished without reading; what it sent
+		// still counts, so keep reading.
+		_ = err
+	}
+	r := extproto.NewReader(conn)
+	for {
+		f, err := r.Next()
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			res.err = err
+			return
+		}
+		if f.Progress != nil {
+			if res.complete == nil && onProgress != nil {
+				onProgress(*f.Progress)
+			}
+			continue
+		}
+		if res.complete != nil {
+			res.err = errTwoReports
+			return
+		}
+		res.complete = f.Complete
+	}
+}
+
+// exitStatus is the command's exit status, 128+N when killed by signal N.
+func exitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// finalize decides the outcome from the cause of stopping, the channel and
+// the exit status: success needs a valid succeeded report, exit status 0
+// and the group cleaned up (which run has done).
+func finalize(cmd *descriptor.Command, managed bool, token, cause string, ad *admission, rep channelResult, status int) *Outcome {
+	fail := func(reason, format string, args ...any) *Outcome {
+		return &Outcome{Outcome: ExecutionFailed, Reason: reason, ExitStatus: status, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case cause == ReasonDeadline:
+		return &Outcome{Outcome: Cancelled, Reason: cause, ExitStatus: status,
+			Message: fmt.Sprintf("%s was stopped: its deadline of %s passed", cmd.Identity, ad.deadline)}
+	case cause != "":
+		return &Outcome{Outcome: Cancelled, Reason: cause, ExitStatus: status, Message: fmt.Sprintf("%s was stopped (%s)", cmd.Identity, cause)}
+	case !managed && status == 0:
+		return &Outcome{Outcome: Succeeded}
+	case !managed:
+		return &Outcome{Outcome: CommandFailed, ExitStatus: status, Message: fmt.Sprintf("%s exited with status %d", cmd.Identity, status)}
+	case rep.err != nil:
+		return fail(ReasonProtocolError, "%s broke the rukh.ipc/1 protocol: %v", cmd.Identity, rep.err)
+	case rep.complete == nil:
+		return fail(ReasonProtocolError, "%s exited with status %d without a completion report", cmd.Identity, status)
+	case subtle.ConstantTimeCompare([]byte(rep.complete.Token), []byte(token)) != 1:
+		return fail(ReasonProtocolError, "%s sent a completion report with the wrong token", cmd.Identity)
+	}
+	c := rep.complete
+	var result *resultschema.CommandResult
+	if c.CommandResult != nil {
+		decl := cmd.Execute.Result
+		if decl == nil {
+			return fail(ReasonResultInvalid, "%s returned a result but declares none", cmd.Identity)
+		}
+		res, verr := decl.Validate(c.CommandResult, resultschema.DefaultLimits())
+		if verr != nil {
+			reason := ReasonResultInvalid
+			if verr.Code == resultschema.CodeResultTooLarge {
+				reason = ReasonResultTooLarge
+			}
+			return fail(reason, "%s returned a result that does not match its declaration: %v", cmd.Identity, verr)
+		}
+		result = res
+	}
+	switch c.Status {
+	case Succeeded:
+		if status != 0 {
+			return fail(ReasonProtocolError, "%s reported success but exited with status %d", cmd.Identity, status)
+		}
+		if cmd.Execute.Result != nil && result == nil {
+			return fail(ReasonResultInvalid, "%s reported success without the result it declares", cmd.Identity)
+		}
+		return &Outcome{Outcome: Succeeded, Result: result, Effects: c.Effects}
+	default: // command_failed
+		if status == 0 {
+			status = 1
+		}
+		return &Outcome{Outcome: CommandFailed, ExitStatus: status, Result: result, Effects: c.Effects,
+			Message: fmt.Sprintf("%s failed (exit status %d)", cmd.Identity, status)}
+	}
+}
+
+func newToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("invoke: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}

@@ -1,0 +1,289 @@
+package store
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// MaxFinishedInvocations is how many finalized invocation records are
+// kept; older ones are pruned when a new invocation begins.
+const MaxFinishedInvocations = 1000
+
+// Invocation is the record of one invocation: opened when it is admitted,
+// finalized exactly once with its outcome.
+type Invocation struct {
+	ID         string // 32 lowercase hex characters
+	Identity   string
+	Digest     string
+	Revision   uint64
+	Transport  string // "cli" | "mcp"
+	Task       string
+	PID        int    // the host process that owns it
+	PIDStart   uint64 // that process's start time (clock ticks since boot), to detect pid reuse
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while open
+	Outcome    string    // "" while open
+	Reason     string
+	ExitStatus int
+	Detail     string
+}
+
+// Open reports whether the invocation has no outcome yet.
+func (inv *Invocation) Open() bool { return inv.Outcome == "" }
+
+type invocationRec struct {
+	ID         string `cbor:"1,keyasint"`
+	Identity   string `cbor:"2,keyasint"`
+	Digest     string `cbor:"3,keyasint"`
+	Revision   uint64 `cbor:"4,keyasint"`
+	Transport  string `cbor:"5,keyasint"`
+	Task       string `cbor:"6,keyasint"`
+	PID        int    `cbor:"7,keyasint"`
+	PIDStart   uint64 `cbor:"8,keyasint"`
+	StartedAt  int64  `cbor:"9,keyasint"`
+	FinishedAt int64  `cbor:"10,keyasint,omitempty"`
+	Outcome    string `cbor:"11,keyasint,omitempty"`
+	Reason     string `cbor:"12,keyasint,omitempty"`
+	ExitStatus int    `cbor:"13,keyasint,omitempty"`
+	Detail     string `cbor:"14,keyasint,omitempty"`
+}
+
+// Nested buckets of "invocations": records by sequence number, and an
+// index of the open ones (id → sequence number) so admission never scans
+// finished records.
+var (
+	bucketInvRecords = []byte("records")
+	bucketInvOpen    = []byte("open")
+)
+
+// BusyError says a task's concurrency limit is reached.
+type BusyError struct {
+	Task string
+	Max  int
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("task %q already runs %d invocations, its limit; try again when one finishes", e.Task, e.Max)
+}
+
+func (tx *Tx) invBuckets() (records, open *bolt.Bucket, err error) {
+	b, err := tx.bucket(bucketInvocations)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tx.tx.Writable() {
+		if records, err = b.CreateBucketIfNotExists(bucketInvRecords); err != nil {
+			return nil, nil, err
+		}
+		if open, err = b.CreateBucketIfNotExists(bucketInvOpen); err != nil {
+			return nil, nil, err
+		}
+		return records, open, nil
+	}
+	return b.Bucket(bucketInvRecords), b.Bucket(bucketInvOpen), nil
+}
+
+func validInvocationID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil
+}
+
+// BeginInvocation admits inv against its task's limit of max open
+// invocations and records it, in the caller's transaction. Open records
+// whose host is gone (alive reports false) are first finalized as
+// execution_failed / host_lost: they free their slot and are never re-run.
+func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(pid int, start uint64) bool, now time.Time) error {
+	if !validInvocationID(inv.ID) {
+		return fmt.Errorf("invocation id %q is not 32 hex characters", inv.ID)
+	}
+	records, open, err := tx.invBuckets()
+	if err != nil {
+		return err
+	}
+	running := 0
+	var lost []string
+	if err := open.ForEach(func(k, v []byte) error {
+		rec, err := tx.invocationAt(records, v)
+		if err != nil {
+			return err
+		}
+		if !alive(rec.PID, rec.PIDStart) {
+			lost = append(lost, string(k))
+			return nil
+		}
+		if rec.Task == inv.Task {
+			running++
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range lost {
+		if _, err := tx.FinishInvocation(id, "execution_failed", "host_lost", 0, "the process that ran it is gone", now); err != nil {
+			return err
+		}
+	}
+	if running >= max {
+		return &BusyError{Task: inv.Task, Max: max}
+	}
+	if open.Get([]byte(inv.ID)) != nil {
+		return fmt.Errorf("invocation %s already exists", inv.ID)
+	}
+	seq, err := records.NextSequence()
+	if err != nil {
+		return err
+	}
+	inv.Outcome, inv.FinishedAt = "", time.Time{}
+	data, err := encode(toInvRec(inv))
+	if err != nil {
+		return err
+	}
+	if err := records.Put(u64key(seq), data); err != nil {
+		return err
+	}
+	if err := open.Put([]byte(inv.ID), u64key(seq)); err != nil {
+		return err
+	}
+	return tx.pruneInvocations(records, open)
+}
+
+// FinishInvocation commits the outcome of an open invocation. It returns
+// false, changing nothing, when the invocation already has an outcome: the
+// first committed outcome stands.
+func (tx *Tx) FinishInvocation(id, outcome, reason string, exitStatus int, detail string, at time.Time) (bool, error) {
+	if outcome == "" {
+		return false, errors.New("an outcome is required")
+	}
+	records, open, err := tx.invBuckets()
+	if err != nil {
+		return false, err
+	}
+	key := open.Get([]byte(id))
+	if key == nil {
+		return false, nil
+	}
+	key = append([]byte(nil), key...)
+	rec, err := tx.invocationAt(records, key)
+	if err != nil {
+		return false, err
+	}
+	rec.Outcome, rec.Reason, rec.ExitStatus, rec.FinishedAt = outcome, reason, exitStatus, at
+	if len(detail) > 4096 {
+		detail = detail[:4096]
+	}
+	rec.Detail = detail
+	data, err := encode(toInvRec(rec))
+	if err != nil {
+		return false, err
+	}
+	if err := records.Put(key, data); err != nil {
+		return false, err
+	}
+	return true, open.Delete([]byte(id))
+}
+
+// pruneInvocations drops the oldest finished records beyond the
+// retention limit; open records are never pruned.
+func (tx *Tx) pruneInvocations(records, open *bolt.Bucket) error {
+	finished := records.Stats().KeyN - open.Stats().KeyN
+	c := records.Cursor()
+	for k, v := c.First(); k != nil && finished > MaxFinishedInvocations; k, v = c.Next() {
+		rec, err := decodeInvocation(k, v)
+		if err != nil {
+			return err
+		}
+		if rec.Open() {
+			continue
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		finished--
+	}
+	return nil
+}
+
+func (tx *Tx) invocationAt(records *bolt.Bucket, key []byte) (*Invocation, error) {
+	if records == nil {
+		return nil, &CorruptError{Bucket: string(bucketInvocations), Key: printKey(key), Err: errors.New("no records bucket")}
+	}
+	return decodeInvocation(key, records.Get(key))
+}
+
+func decodeInvocation(key, data []byte) (*Invocation, error) {
+	if data == nil {
+		return nil, &CorruptError{Bucket: string(bucketInvocations), Key: printKey(key), Err: errors.New("missing record")}
+	}
+	rec, err := decode[invocationRec](data)
+	if err != nil {
+		return nil, &CorruptError{Bucket: string(bucketInvocations), Key: printKey(key), Err: err}
+	}
+	return &Invocation{
+		ID: rec.ID, Identity: rec.Identity, Digest: rec.Digest, Revision: rec.Revision,
+		Transport: rec.Transport, Task: rec.Task, PID: rec.PID, PIDStart: rec.PIDStart,
+		StartedAt: fromNanos(rec.StartedAt), FinishedAt: fromNanos(rec.FinishedAt),
+		Outcome: rec.Outcome, Reason: rec.Reason, ExitStatus: rec.ExitStatus, Detail: rec.Detail,
+	}, nil
+}
+
+func toInvRec(inv *Invocation) *invocationRec {
+	return &invocationRec{
+		ID: inv.ID, Identity: inv.Identity, Digest: inv.Digest, Revision: inv.Revision,
+		Transport: inv.Transport, Task: inv.Task, PID: inv.PID, PIDStart: inv.PIDStart,
+		StartedAt: nanos(inv.StartedAt), FinishedAt: nanos(inv.FinishedAt),
+		Outcome: inv.Outcome, Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail,
+	}
+}
+
+// Invocations returns at most limit records (all for limit <= 0), newest
+// first.
+func (tx *Tx) Invocations(limit int) ([]*Invocation, error) {
+	records, _, err := tx.invBuckets()
+	if err != nil || records == nil {
+		return nil, err
+	}
+	var out []*Invocation
+	c := records.Cursor()
+	for k, v := c.Last(); k != nil && (limit <= 0 || len(out) < limit); k, v = c.Prev() {
+		inv, err := decodeInvocation(k, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inv)
+	}
+	return out, nil
+}
+
+// FindInvocation returns the invocation whose id starts with prefix (at
+// least 8 characters), or nil. An ambiguous prefix is an error.
+func (tx *Tx) FindInvocation(prefix string) (*Invocation, error) {
+	if len(prefix) < 8 {
+		return nil, fmt.Errorf("give at least 8 characters of the invocation id")
+	}
+	all, err := tx.Invocations(0)
+	if err != nil {
+		return nil, err
+	}
+	var found []*Invocation
+	for _, inv := range all {
+		if len(inv.ID) >= len(prefix) && inv.ID[:len(prefix)] == prefix {
+			found = append(found, inv)
+		}
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%d invocations start with %s; give more of the id", len(found), prefix)
+}
