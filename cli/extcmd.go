@@ -350,4 +350,3 @@ func report(f *Factory, out *invoke.Outcome, err error, compact bool, cmdPath st
 	}
 	return &ExitError{Status: status, Err: out, Reported: true}
 }
-

@@ -1,6 +1,3 @@
-// Package trust creates and checks signed extension releases: publisher
-// keys, the release manifest, its ed25519 signature and the release
-// archive.
 package trust
 
 import (

@@ -134,7 +134,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if int64(len(data)) > limits.manifestBytes {
 		return nil, refuse(CodeTooLarge, ManifestName, "manifest is %d bytes; the limit is %d", len(data), limits.manifestBytes)
 	}
-	v, err := strictjson.Parse(data, strictjson.Limits{MaxBytes: int(limits.manifestBytes), MaxDepth: 3, MaxMembers: 16 + 5*int(limits.files)})
+	v, err := strictjson.Parse(data, strictjson.Limits{MaxBytes: int(limits.manifestBytes), MaxDepth: 3, MaxMembers: 16 + 8*int(limits.files)})
 	if err != nil {
 		return nil, badManifest("%v", err)
 	}
@@ -188,12 +188,13 @@ func (m *Manifest) validate() *Error {
 	if m.Format != ManifestFormat {
 		return badManifest("format is %q, not %q", m.Format, ManifestFormat)
 	}
-	for _, f := range []struct{ name, value string }{
-		{"package", m.Package}, {"version", m.Version}, {"publisher", m.Publisher},
-	} {
-		if !plainName(f.value) {
-			return badManifest("%s %q is empty, too long or has spaces or control characters", f.name, f.value)
-		}
+	switch {
+	case !descriptor.ValidPackage(m.Package):
+		return badManifest("package %q is not a valid package name", m.Package)
+	case !descriptor.ValidPublisher(m.Publisher):
+		return badManifest("publisher %q is not a valid publisher name", m.Publisher)
+	case !plainName(m.Version):
+		return badManifest("version %q is empty, too long or has spaces or control characters", m.Version)
 	}
 	if !isDigest(m.Descriptor) {
 		return badManifest(`descriptor %q is not "sha256:" and 64 lowercase hex digits`, m.Descriptor)
@@ -350,7 +351,7 @@ func (r *docReader) size(v *strictjson.Value, at string) int64 {
 		return 0
 	}
 	n, err := strconv.ParseInt(v.Text, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || v.Text[0] == '-' {
 		r.fail("%s: %s is not a whole number of bytes", at, v.Text)
 		return 0
 	}

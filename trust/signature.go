@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/gowebpki/jcs"
+	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
 
@@ -67,8 +68,8 @@ func ParseSignature(data []byte) (*Signature, error) {
 	if s.Format != SignatureFormat {
 		return nil, refuse(CodeBadSignatureFile, SignatureName, "format is %q and this build reads only %q; upgrade rukh, or sign the release with this one", s.Format, SignatureFormat)
 	}
-	if !plainName(s.Publisher) {
-		return nil, badSignatureFile("publisher %q is empty, too long or has spaces or control characters", s.Publisher)
+	if !descriptor.ValidPublisher(s.Publisher) {
+		return nil, badSignatureFile("publisher %q is not a valid publisher name", s.Publisher)
 	}
 	if !isDigest(s.Key) {
 		return nil, badSignatureFile(`key %q is not "sha256:" and 64 lowercase hex digits`, s.Key)
