@@ -273,7 +273,9 @@ func readChannel(conn net.Conn, frame []byte, onProgress func(extproto.Progress)
 	r := extproto.NewReader(conn)
 	for {
 		f, err := r.Next()
-		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		// A command that exits without reading its invoke frame makes the
+		// kernel reset the socket; what it sent before is still counted.
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
 			return
 		}
 		if err != nil {
