@@ -73,6 +73,12 @@ type Candidate struct {
 	// for records that may only change once the new revision is active
 	// (deleting a release the old revision still used).
 	then []func(tx *store.Tx) error
+	// undo runs when the change is rolled back, and after runs when it
+	// committed; both while the store's lock is still held, so that files
+	// under the data dir change only under the same lock as the records
+	// that refer to them.
+	undo  []func()
+	after []func() error
 }
 
 // State is the active revision as the owner sees it.
@@ -144,6 +150,7 @@ func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c 
 	}
 	defer s.Close()
 	var res *Result
+	var cand *Candidate
 	err = s.Update(func(tx *store.Tx) error {
 		cur, err := tx.ActiveRevision()
 		if err != nil {
@@ -153,6 +160,7 @@ func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c 
 		if err != nil {
 			return err
 		}
+		cand = c
 		if err := change(tx, c); err != nil {
 			return err
 		}
@@ -191,6 +199,19 @@ func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c 
 		res.New, res.Changed, res.Revision = n, true, rev
 		return runThen(tx, c)
 	})
+	if cand != nil {
+		if err != nil {
+			for _, fn := range cand.undo {
+				fn()
+			}
+		} else {
+			for _, fn := range cand.after {
+				if aerr := fn(); aerr != nil {
+					return res, aerr
+				}
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

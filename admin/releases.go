@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,7 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
+	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"
 )
@@ -79,41 +80,45 @@ func (a *Admin) Install(src, pin string) (*InstallResult, error) {
 		return nil, err
 	}
 	digest := rel.Manifest.Digest()
-	final := filepath.Join(a.ReleasesDir(), strings.TrimPrefix(digest, "sha256:"))
+	final := a.releaseDir(digest)
 	d := rel.Descriptor
 	record := &store.Release{
 		Digest: digest, Package: d.Package, Version: d.Version, Publisher: d.Publisher,
-		Dir: final, Pinned: rel.Signature == nil, InstalledAt: a.Now().UTC(), InstalledBy: a.UID,
+		Dir: final, Pinned: rel.Key == nil, InstalledAt: a.Now().UTC(), InstalledBy: a.UID,
 	}
-	if rel.Signature != nil {
-		record.SignedBy = rel.Signature.Key
+	if rel.Key != nil {
+		record.SignedBy = rel.Key.ID()
 	}
-	if record.Descriptor, err = os.ReadFile(filepath.Join(staging, "rukh-extension.json")); err != nil {
+	if record.Descriptor, err = os.ReadFile(filepath.Join(staging, descriptor.FileName)); err != nil {
 		return nil, err
 	}
 
-	existing, err := a.release(digest)
-	if err != nil {
-		return nil, err
-	}
-	created := false
-	if existing == nil {
-		// A directory without a record is left over from an install that was
-		// killed before it committed: nothing refers to it, replace it.
-		if err := removeTree(final); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(staging, final); err != nil {
-			return nil, err
-		}
-		created = true
-		if err := makeReadOnly(final); err != nil {
-			removeTree(final)
-			return nil, err
-		}
-	}
+	// Whether the release exists, and its files, are decided under the
+	// store's lock: another install of the same release waits for it.
+	var existing *store.Release
 	op := fmt.Sprintf("install %s %s", d.Package, d.Version)
 	res, err := a.publish(op, func(tx *store.Tx, c *Candidate) error {
+		var err error
+		if existing, err = tx.Release(digest); err != nil {
+			return err
+		}
+		if existing == nil || !hasFile(filepath.Join(final, descriptor.FileName)) {
+			// No record: a directory here is left over from an install that
+			// was killed before it committed. A record without files is
+			// repaired. Either way the verified copy takes its place.
+			if err := removeTree(final); err != nil {
+				return err
+			}
+			if err := os.Rename(staging, final); err != nil {
+				return err
+			}
+			if existing == nil {
+				c.undo = append(c.undo, func() { removeTree(final) })
+			}
+			if err := makeReadOnly(final); err != nil {
+				return err
+			}
+		}
 		if existing == nil {
 			if err := tx.PutRelease(record); err != nil {
 				return err
@@ -123,15 +128,24 @@ func (a *Admin) Install(src, pin string) (*InstallResult, error) {
 		return nil
 	})
 	if err != nil {
-		if created {
-			removeTree(final)
-		}
 		return nil, err
 	}
 	if existing != nil {
 		record = existing
 	}
 	return &InstallResult{Result: res, Release: record, AlreadyInstalled: existing != nil}, nil
+}
+
+// releaseDir is where the release with digest lives. It is derived from
+// the data dir every time, never taken from a stored path, so a copied or
+// moved data dir never points at another one's files.
+func (a *Admin) releaseDir(digest string) string {
+	return filepath.Join(a.ReleasesDir(), strings.TrimPrefix(digest, "sha256:"))
+}
+
+func hasFile(name string) bool {
+	_, err := os.Lstat(name)
+	return err == nil
 }
 
 const stagingPrefix = ".staging-"
@@ -142,8 +156,11 @@ func stage(src, staging string) error {
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir():
 		return copyRelease(src, staging)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is neither a release archive nor a directory (%s)", src, fi.Mode().Type())
 	}
 	f, err := os.Open(src)
 	if err != nil {
@@ -153,32 +170,27 @@ func stage(src, staging string) error {
 	return trust.Unpack(f, staging)
 }
 
-// copyRelease copies the files a release consists of. The set comes from
-// the release's manifest when it has one, otherwise from a fresh manifest
-// of the directory (which refuses symlinks, special files and unsafe
-// names). Verification then runs on the copy, so what is verified is
-// exactly what is installed.
+// copyRelease copies a release directory: every file BuildManifest finds
+// (which refuses symlinks, special files, setuid bits and unsafe names),
+// plus the manifest and signature when present. Verification then runs on
+// the copy, so what is verified is exactly what is installed — a file
+// added, renamed or changed after signing is caught there.
 func copyRelease(src, dst string) error {
-	var names []string
-	if data, err := readBounded(filepath.Join(src, trust.ManifestName), trust.MaxManifestBytes); err == nil {
-		m, err := trust.ParseManifest(data)
-		if err != nil {
-			return err
-		}
-		names = append(names, trust.ManifestName, trust.SignatureName)
-		for _, f := range m.Files {
-			names = append(names, f.Path)
-		}
-	} else if errors.Is(err, fs.ErrNotExist) {
-		m, err := trust.BuildManifest(src)
-		if err != nil {
-			return err
-		}
-		for _, f := range m.Files {
-			names = append(names, f.Path)
-		}
-	} else {
+	m, err := trust.BuildManifest(src)
+	if err != nil {
 		return err
+	}
+	names := []string{}
+	for _, extra := range []string{trust.ManifestName, trust.SignatureName} {
+		if fi, err := os.Lstat(filepath.Join(src, extra)); err == nil {
+			if !fi.Mode().IsRegular() {
+				return fmt.Errorf("%s in %s is not a regular file", extra, src)
+			}
+			names = append(names, extra)
+		}
+	}
+	for _, f := range m.Files {
+		names = append(names, f.Path)
 	}
 	from, err := os.OpenRoot(src)
 	if err != nil {
@@ -258,8 +270,7 @@ func (a *Admin) removeStaleStaging() {
 }
 
 func processAlive(pid int) bool {
-	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
-	return err == nil
+	return syscall.Kill(pid, 0) == nil
 }
 
 // makeReadOnly drops write permission from every file and directory of an
@@ -290,19 +301,6 @@ func removeTree(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
-}
-
-func (a *Admin) release(digest string) (*store.Release, error) {
-	var rel *store.Release
-	err := a.view(func(tx *store.Tx) error {
-		if tx == nil {
-			return nil
-		}
-		var err error
-		rel, err = tx.Release(digest)
-		return err
-	})
-	return rel, err
 }
 
 // findRelease resolves PACKAGE, PACKAGE@VERSION or sha256:HEX to one
@@ -375,15 +373,18 @@ func (a *Admin) Remove(ref string) (*Result, *store.Release, error) {
 		if ap, ok := c.Packages[rel.Package]; ok && ap.Digest == rel.Digest {
 			delete(c.Packages, rel.Package)
 		}
-		digest := rel.Digest
+		digest, dir := rel.Digest, a.releaseDir(rel.Digest)
 		c.then = append(c.then, func(tx *store.Tx) error { return tx.DeleteRelease(digest) })
+		c.after = append(c.after, func() error {
+			if err := removeTree(dir); err != nil {
+				return fmt.Errorf("removed %s from the store, but deleting %s failed: %w", ref, dir, err)
+			}
+			return nil
+		})
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
-	}
-	if err := removeTree(rel.Dir); err != nil {
-		return res, rel, fmt.Errorf("removed %s from the store, but deleting %s failed: %w", ref, rel.Dir, err)
 	}
 	return res, rel, nil
 }

@@ -73,8 +73,15 @@ func (c Config) Paths(getenv func(string) string) (cli.Paths, error) {
 // Main runs the CLI with the process's streams, environment and signals
 // and returns its exit status.
 func Main(cfg Config, args []string) int {
+	// The first Ctrl-C or SIGTERM cancels the context (a running command
+	// is stopped and recorded as interrupted); a second one has its
+	// default effect and ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	return Run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Environ())
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -90,6 +91,8 @@ func exitStatus(err error) int {
 		return ExitUsage
 	case errors.As(err, &locked), errors.As(err, &future):
 		return ExitTempFail
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
 	}
 	return ExitFailed
 }

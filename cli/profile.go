@@ -95,6 +95,12 @@ func newProfileApplyCmd(f *Factory) *cobra.Command {
 func readInput(f *Factory, name string) ([]byte, error) {
 	var r io.Reader = f.IO.In
 	if name != "-" {
+		// Only a regular file: opening a FIFO could block forever.
+		if fi, err := os.Stat(name); err != nil {
+			return nil, err
+		} else if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file", name)
+		}
 		fh, err := os.Open(name)
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/rand"
 	"fmt"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -21,6 +22,13 @@ func newTrustCmd(f *Factory) *cobra.Command {
 			Short: "Create an ed25519 signing key: OUT (private, mode 0600) and OUT.pub",
 			Args:  exactArgs(1, "trust keygen takes the output file"),
 			RunE: func(_ *cobra.Command, args []string) error {
+				// Never leave half a pair: refuse if either file exists, and
+				// take the private key back if the public one cannot be written.
+				for _, p := range []string{args[0], args[0] + ".pub"} {
+					if _, err := os.Lstat(p); err == nil {
+						return fmt.Errorf("%s already exists; choose another name or remove it", p)
+					}
+				}
 				k, err := trust.GenerateKey(rand.Reader)
 				if err != nil {
 					return err
@@ -29,6 +37,7 @@ func newTrustCmd(f *Factory) *cobra.Command {
 					return err
 				}
 				if err := trust.WritePublicKey(args[0]+".pub", k.Public()); err != nil {
+					os.Remove(args[0])
 					return err
 				}
 				fmt.Fprintf(f.IO.Out, "private key: %s\npublic key:  %s.pub\nkey id:      %s\n", args[0], args[0], k.Public().ID())

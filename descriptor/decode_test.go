@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rukh-cli/rukh/descriptor"
@@ -309,6 +310,11 @@ func TestLoadFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, wantErr{"program_invalid", "/commands/0/execute/program"}},
+		{"descriptor is a FIFO", func(t *testing.T, dir string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, descriptor.FileName), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, wantErr{"descriptor_missing", ""}},
 		{"descriptor too large", func(t *testing.T, dir string) {
 			write(t, dir, descriptor.FileName, strings.Repeat(" ", descriptor.MaxBytes+10), 0o644)
 		}, wantErr{"json_too_large", ""}},

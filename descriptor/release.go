@@ -37,6 +37,14 @@ func Load(dir string) (*Descriptor, error) {
 // readLimited reads at most limit+1 bytes, so that an oversize file is
 // reported as too large by the decoder without reading all of it.
 func readLimited(root *os.Root, name string, limit int) ([]byte, error) {
+	// Only a regular file: opening a FIFO or a device could block forever.
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
+	}
 	f, err := root.Open(name)
 	if err != nil {
 		return nil, err
