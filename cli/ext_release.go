@@ -26,6 +26,9 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 			if keyFile == "" || out == "" {
 				return &UsageError{errors.New("ext pack needs --key KEYFILE and -o FILE.tar.gz")}
 			}
+			if inside(out, args[0]) {
+				return &UsageError{fmt.Errorf("-o %s is inside the release directory %s; write the archive elsewhere", out, args[0])}
+			}
 			k, err := trust.ReadPrivateKey(keyFile)
 			if err != nil {
 				return err
@@ -44,6 +47,9 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return reportDescriptorErrors(f, args[0], err)
 			}
+			if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+				return err
+			}
 			if err := os.Rename(tmp.Name(), out); err != nil {
 				return err
 			}
@@ -54,6 +60,13 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 	cmd.Flags().StringVar(&keyFile, "key", "", "the publisher's private key (from `trust keygen`)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the archive to write")
 	return cmd
+}
+
+// inside reports whether path is within dir.
+func inside(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	return err1 == nil && err2 == nil && strings.HasPrefix(p, d+string(filepath.Separator))
 }
 
 // reportDescriptorErrors prints every descriptor problem inside err the

@@ -23,7 +23,7 @@ func newVersionCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version and the formats this build supports",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0, "version takes no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := versionInfo{
 				Name:              f.Name,

@@ -123,8 +123,14 @@ func (es Errors) Error() string {
 // Parse decodes a profile strictly (duplicate keys, unknown members and
 // invalid UTF-8 are errors) and validates it.
 func Parse(data []byte) (*Profile, error) {
-	if _, err := strictjson.Parse(data, strictjson.Limits{MaxBytes: MaxBytes, MaxDepth: 8, MaxMembers: 1 << 14}); err != nil {
+	root, err := strictjson.Parse(data, strictjson.Limits{MaxBytes: MaxBytes, MaxDepth: 8, MaxMembers: 1 << 14})
+	if err != nil {
 		return nil, Errors{{Message: err.Error()}}
+	}
+	// encoding/json matches member names case-insensitively and reads
+	// null as "absent"; check the exact shape first.
+	if errs := checkShape(root, "", profileShape); len(errs) > 0 {
+		return nil, errs
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -136,6 +142,49 @@ func Parse(data []byte) (*Profile, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// shape is the closed set of member names of one object level; a nil
+// shape accepts no object, "*" stands for any member name.
+type shape map[string]shape
+
+var (
+	ruleShape    = shape{"action": nil, "resource": nil}
+	taskShape    = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": {"*": ruleShape}}
+	profileShape = shape{
+		"endpointNamespace": nil,
+		"cli":               {"task": nil},
+		"mcp":               {"expose": nil, "task": nil, "naming": nil},
+		"tasks":             {"*": taskShape},
+	}
+)
+
+// checkShape reports members the profile format does not define (names
+// are exact) and nulls, which the format never allows.
+func checkShape(v *strictjson.Value, at string, sh shape) Errors {
+	var errs Errors
+	switch v.Kind {
+	case strictjson.Null:
+		return Errors{{Path: at, Message: "null is not allowed; give a value or leave the member out"}}
+	case strictjson.Array:
+		for i, it := range v.Items {
+			errs = append(errs, checkShape(it, fmt.Sprintf("%s/%d", at, i), sh)...)
+		}
+	case strictjson.Object:
+		for _, m := range v.Members {
+			child := strictjson.AppendPointer(at, m.Name)
+			sub, ok := sh[m.Name]
+			if !ok {
+				sub, ok = sh["*"]
+			}
+			if !ok {
+				errs = append(errs, &Error{Path: child, Message: fmt.Sprintf("unknown member %q; see docs/owner.md", m.Name)})
+				continue
+			}
+			errs = append(errs, checkShape(m.Value, child, sub)...)
+		}
+	}
+	return errs
 }
 
 var (

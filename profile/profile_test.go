@@ -34,7 +34,10 @@ func TestParseInvalid(t *testing.T) {
 		name, from, to, want string
 	}{
 		{"duplicate key", `"cli": {"task": "owner"},`, `"cli": {"task": "owner"}, "cli": {"task": "owner"},`, "json_duplicate_key"},
-		{"unknown member", `"cli": {"task": "owner"}`, `"cli": {"task": "owner", "colour": 1}`, `unknown field "colour"`},
+		{"unknown member", `"cli": {"task": "owner"}`, `"cli": {"task": "owner", "colour": 1}`, `/cli/colour: unknown member "colour"`},
+		{"member in another case", `"endpointNamespace": "team"`, `"ENDPOINTNAMESPACE": "x", "endpointNamespace": "team"`, `/ENDPOINTNAMESPACE: unknown member`},
+		{"null", `"cli": {"task": "owner"}`, `"cli": null`, `/cli: null is not allowed`},
+		{"unknown task member", `"maxConcurrent": 4,`, `"maxConcurrent": 4, "memory": 1,`, `/tasks/agent/memory: unknown member`},
 		{"bad namespace", `"team"`, `"Team!"`, "/endpointNamespace: "},
 		{"undefined cli task", `"cli": {"task": "owner"}`, `"cli": {"task": "root"}`, `/cli/task: task "root" is not defined`},
 		{"undefined mcp task", `"task": "agent"}`, `"task": "bot"}`, `/mcp/task: task "bot" is not defined`},
