@@ -12,6 +12,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
+	$(GO) build -o examples/hello-go/bin/hello ./examples/hello-go
 
 # The owner flow on a throwaway RUKH_HOME (./.demo), never your own.
 demo: build

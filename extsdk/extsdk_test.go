@@ -142,7 +142,7 @@ func TestRunMainSucceeds(t *testing.T) {
 			"whole": inv.Float("whole"), "wholeInt": inv.Int("whole"), "amount": inv.Decimal("amount"),
 			"force": inv.Bool("force"), "tags": inv.Strings("tags"), "ids": inv.Ints("ids"),
 			"ws": inv.Floats("ws"), "none": inv.Strings("none"),
-			"has": []bool{inv.Has("name"), inv.Has("missing")},
+			"has":      []bool{inv.Has("name"), inv.Has("missing")},
 			"explicit": []bool{inv.Explicit("name"), inv.Explicit("count"), inv.Explicit("missing")},
 		}
 		if err := inv.Progress("half", 1, 2); err != nil {

@@ -72,7 +72,7 @@ func startChild(t *testing.T, mode string, in *extproto.Invoke) *child {
 	}
 	h, c := os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "child")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+mode,
+	cmd.Env = append(os.Environ(), raceQuickExit(), childEnv+"="+mode,
 		extproto.EnvFD+"=3", extproto.EnvToken+"="+testToken,
 		extproto.EnvInvocationID+"="+in.InvocationID, extproto.EnvCommand+"="+in.Command)
 	cmd.ExtraFiles = []*os.File{c}
@@ -233,4 +233,9 @@ func TestRunWithoutRukh(t *testing.T) {
 	if want := "install its release and run the command through rukh"; !strings.Contains(string(out), want) {
 		t.Fatalf("output %q", out)
 	}
+}
+
+// raceQuickExit keeps a race-enabled child from sleeping a second at exit.
+func raceQuickExit() string {
+	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }

@@ -13,7 +13,7 @@ echo "RUKH_HOME=$RUKH_HOME"
 step rukh version
 
 # An extension author checks releases before publishing them.
-for ext in examples/deploy examples/greet examples/legacy; do
+for ext in examples/deploy examples/greet examples/legacy examples/hello-go; do
 	step rukh ext validate "$ext"
 done
 printf '\n\033[1m$ rukh ext validate tests/testdata/broken-release\033[0m   (refused, exit status 1)\n'
@@ -25,12 +25,26 @@ fi
 # The publisher signs and packs; the owner trusts the publisher and installs.
 step rukh trust keygen "$RUKH_HOME/acme.key"
 step rukh trust add acme "$RUKH_HOME/acme.key.pub"
-for ext in deploy greet legacy; do
+for ext in deploy greet legacy hello-go; do
 	step rukh ext pack "examples/$ext" --key "$RUKH_HOME/acme.key" -o "$RUKH_HOME/$ext.tar.gz"
 	step rukh ext install "$RUKH_HOME/$ext.tar.gz"
 done
 step rukh ext list
 step rukh trust list
+
+# A person runs the commands: typed flags, text or JSON results, exit codes.
+step rukh --help
+step rukh greet Ana -n 2
+step rukh deploy status --env stage --limit 1
+step rukh ds -e prod --json
+step rukh hello Rukh --count 2
+step rukh legacy run --raw 'argv, untouched'
+printf '\n\033[1m$ rukh deploy status --env stage --limit 1.5\033[0m   (refused, exit status 2)\n'
+if rukh deploy status --env stage --limit 1.5; then
+	echo "1.5 was accepted as an integer" >&2
+	exit 1
+fi
+step rukh invocations list
 
 # Nothing is exposed to agents until the owner says so.
 step rukh tools

@@ -4,7 +4,10 @@
 package tests
 
 import (
+	"errors"
 	"os"
+	"os/exec"
+	"strconv"
 	"path/filepath"
 	"testing"
 
@@ -27,6 +30,25 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// status N PROG ARGS... runs PROG and requires exit status N.
+			"status": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 2 {
+					ts.Fatalf("usage: status N PROG [ARGS...]")
+				}
+				want, err := strconv.Atoi(args[0])
+				ts.Check(err)
+				got := 0
+				if err := ts.Exec(args[1], args[2:]...); err != nil {
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) {
+						ts.Fatalf("%v", err)
+					}
+					got = ee.ExitCode()
+				}
+				if got != want {
+					ts.Fatalf("exit status %d, want %d", got, want)
+				}
+			},
 			// setdigest VAR DIR sets VAR to the release digest of DIR, as
 			// an owner would read it from `ext pack` or an install refusal.
 			"setdigest": func(ts *testscript.TestScript, neg bool, args []string) {
