@@ -187,6 +187,11 @@ func newExtensionCmd(f *Factory, core *invoke.Core, t *invoke.Target) *cobra.Com
 			if fv.boolean {
 				fl.NoOptDefVal = "true"
 			}
+			if enum := enumStrings(in); len(enum) > 0 {
+				cmd.RegisterFlagCompletionFunc(in.Flag, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+					return enum, cobra.ShellCompDirectiveNoFileComp
+				})
+			}
 		}
 		cmd.Flags().BoolVar(&asJSON, "json", false, "print a structured result as compact JSON")
 	}
@@ -230,6 +235,20 @@ func newExtensionCmd(f *Factory, core *invoke.Core, t *invoke.Target) *cobra.Com
 		return report(f, out, err, asJSON, cmd.CommandPath())
 	}
 	return cmd
+}
+
+// enumStrings is an input's enum (or its list items' enum) as the text a
+// person types, for completion.
+func enumStrings(in descriptor.Input) []string {
+	enum := in.Enum
+	if in.Item != nil {
+		enum = in.Item.Enum
+	}
+	out := make([]string, len(enum))
+	for i, v := range enum {
+		out[i] = v.Text()
+	}
+	return out
 }
 
 func longHelp(t *invoke.Target) string {

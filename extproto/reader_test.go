@@ -114,6 +114,7 @@ func TestReader(t *testing.T) {
 		{"truncated last line", okComplete + `{"type":"progress"}`,
 			[]step{complete(Complete{Token: "tok", Status: StatusSucceeded, CommandResult: []byte(textResult)}), refused(ReasonTruncated), refused(ReasonTruncated)}},
 		{"truncated only line", `{"type":"compl`, []step{refused(ReasonTruncated), refused(ReasonTruncated)}},
+		{"MaxFrame bytes without a newline", padded(MaxFrame), []step{refused(ReasonTruncated), refused(ReasonTruncated)}},
 
 		// invalid_json.
 		{"empty line", "\n", []step{refused(ReasonInvalidJSON), eof}},

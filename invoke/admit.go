@@ -143,7 +143,7 @@ func expand(template string, inputs values.Map) string {
 		}
 		b.WriteString(template[:i])
 		if e, ok := inputs[template[i+1:j]]; ok {
-			b.WriteString(e.Value.String())
+			b.WriteString(e.Value.Text())
 		}
 		template = template[j+1:]
 	}

@@ -207,3 +207,115 @@ func TestProgramDeleted(t *testing.T) {
 	}
 	assertOneOutcome(t, core, out)
 }
+
+// The task preset's allow rules decide access with the declared resource
+// template filled from typed inputs.
+func TestAccessRules(t *testing.T) {
+	home := t.TempDir()
+	rel := filepath.Join(home, "src")
+	write(t, filepath.Join(rel, "bin", "ok"), "#!/bin/sh\n"+complete+"\n", 0o755)
+	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.access","version":"1.0.0","publisher":"test",
+	  "commands":[{"id":"read","path":["acc"],"summary":"s","inputs":[{"id":"env","type":"string","required":true}],
+	    "execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}},
+	    "access":[{"action":"deploy.read","resource":"env:{env}"}]}]}`, 0o644)
+	m, err := trust.BuildManifest(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := admin.New(filepath.Join(home, "data"))
+	if _, err := a.Install(rel, m.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
+		"tasks":{"owner":{"commands":["test.*/*"],"deadlineMs":5000,"maxConcurrent":1,"enforcement":"host",
+		  "allow":[{"action":"deploy.read","resource":"env:stage"}]}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	core := invoke.New(filepath.Join(home, "data"))
+	target, _, err := core.Resolve([]string{"acc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for env, want := range map[string]string{"stage": invoke.Succeeded, "prod": invoke.Rejected} {
+		out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home,
+			Stdout: &bytes.Buffer{}, CLIInputs: map[string][]string{"env": {env}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Outcome != want || (want == invoke.Rejected && out.Reason != invoke.ReasonDenied) {
+			t.Errorf("env %s: %s/%s (%s), want %s", env, out.Outcome, out.Reason, out.Message, want)
+		}
+	}
+}
+
+// A full task is refused as busy at once — no hidden queue — and a slot
+// held by a host process that died is freed (host_lost), never re-run.
+func TestBusyAndHostLost(t *testing.T) {
+	core, home := setup(t)
+	a := admin.New(filepath.Join(home, "data"))
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":1500,"maxConcurrent":1,"enforcement":"host"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	slow, _, err := core.Resolve([]string{"h", "sleeps-past-deadline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, _, err := core.Resolve([]string{"h", "well-behaved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *invoke.Outcome)
+	go func() {
+		out, _ := core.Invoke(context.Background(), slow, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
+		done <- out
+	}()
+	// Wait until the slow one holds the slot.
+	for i := 0; ; i++ {
+		invs, err := core.Invocations(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(invs) > 0 && invs[0].Open() {
+			break
+		}
+		if i > 500 {
+			t.Fatal("the slow invocation never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, err := core.Invoke(context.Background(), fast, &invoke.Request{Transport: invoke.TransportCLI, Dir: home, Stdout: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome != invoke.Rejected || out.Reason != invoke.ReasonBusy {
+		t.Errorf("second call: %s/%s, want rejected/busy", out.Outcome, out.Reason)
+	}
+	<-done
+
+	// An open record whose host is gone frees its slot as host_lost.
+	s, err := store.Open(filepath.Join(home, "data", "store.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := &store.Invocation{ID: strings.Repeat("ab", 16), Identity: "test.hostile/well-behaved", Digest: fast.Release.Digest,
+		Revision: fast.Revision, Transport: "cli", Task: "owner", PID: 1 << 30, StartedAt: time.Now()}
+	err = s.Update(func(tx *store.Tx) error {
+		return tx.BeginInvocation(lost, 1, func(int, uint64) bool { return true }, time.Now())
+	})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = core.Invoke(context.Background(), fast, &invoke.Request{Transport: invoke.TransportCLI, Dir: home, Stdout: &bytes.Buffer{}})
+	if err != nil || out.Outcome != invoke.Succeeded {
+		t.Fatalf("after a lost host: %v %s/%s", err, out.Outcome, out.Reason)
+	}
+	rec, err := core.Invocation(lost.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Outcome != invoke.ExecutionFailed || rec.Reason != invoke.ReasonHostLost {
+		t.Errorf("lost record: %s/%s, want execution_failed/host_lost", rec.Outcome, rec.Reason)
+	}
+}

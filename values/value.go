@@ -238,6 +238,23 @@ func appendFloat(buf []byte, f float64) []byte {
 	return buf
 }
 
+// Text returns v in the lexical form the CLI door reads: strings and
+// decimals as they are, numbers and booleans as in JSON, list items
+// joined by commas. It is what resource templates and completion show.
+func (v Value) Text() string {
+	switch v.t {
+	case String, Decimal:
+		return v.s
+	case List:
+		parts := make([]string, len(v.items))
+		for i, it := range v.items {
+			parts[i] = it.Text()
+		}
+		return strings.Join(parts, ",")
+	}
+	return string(v.AppendJSON(nil))
+}
+
 // String returns v for people: strings quoted Go-style, decimals as
 // written, numbers as in JSON, lists as [a, b]. The zero Value is
 // "<invalid>".
