@@ -10,21 +10,17 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
 
 // Schema is a checked result schema: it satisfies every rule of the
-// subset, fits the limits it was checked with and compiles as JSON Schema
-// 2020-12.
+// subset and fits the limits it was checked with. (Every schema of the
+// subset is standard JSON Schema 2020-12; the tests compile each one with
+// a reference implementation and compare verdicts.)
 type Schema struct {
 	root *node  // what Validate walks
 	json []byte // compact encoding, as checked
-	// compiled is the same document compiled by the reference
-	// implementation. Check needs it to succeed; tests compare Validate
-	// with it.
-	compiled *jsonschema.Schema
 }
 
 // JSON returns the compact encoding of the checked schema: member order and
@@ -160,12 +156,7 @@ func Check(v *strictjson.Value, lim Limits) (*Schema, []*Error) {
 		}
 		return nil, errs
 	}
-	compiled, cerr := compile(tree)
-	if cerr != nil {
-		return nil, []*Error{errorf(CodeSchemaCompileFailed, "",
-			"the JSON Schema compiler refused a schema of the subset (%s); report this as a Rukh bug", cut(cerr.Error()))}
-	}
-	return &Schema{root: root, json: buf, compiled: compiled}, nil
+	return &Schema{root: root, json: buf}, nil
 }
 
 // Parse parses data as strict JSON of at most lim.SchemaBytes bytes and
@@ -732,23 +723,3 @@ func satMul(a, b, limit int) int {
 	return min(a*b, limit)
 }
 
-// compile compiles the checked document with the reference JSON Schema
-// implementation, with draft 2020-12, no loading of anything and no format
-// assertions.
-func compile(tree *strictjson.Value) (*jsonschema.Schema, error) {
-	const url = "mem://rukh/result-schema.json"
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource(url, tree.Any()); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
-
-// noLoader refuses to load anything: a result schema is self-contained.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("resultschema loads no schema resources (%s)", url)
-}

@@ -1,0 +1,147 @@
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/trust"
+)
+
+// BenchmarkCLI measures, in one run, a whole `rukh hello` process (resolve
+// from the route index, admit, record, run the Go example extension over
+// rukh.ipc/1, validate, finalize) against running the same extension
+// program directly with a prepared channel, with 10 and 2,000 installed
+// commands. See docs/benchmarks.md.
+func BenchmarkCLI(b *testing.B) {
+	dir := b.TempDir()
+	rukh := filepath.Join(dir, "rukh")
+	hello := filepath.Join(dir, "hello-src")
+	build(b, rukh, "../cmd/rukh")
+	copyDir(b, "../examples/hello-go", hello, "main.go", "main_test.go", "rukh-extension.json")
+	build(b, filepath.Join(hello, "bin", "hello"), "../examples/hello-go")
+
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			runDirect(b, filepath.Join(hello, "bin", "hello"))
+		}
+	})
+	for _, n := range []int{10, 2000} {
+		home := filepath.Join(dir, fmt.Sprintf("home-%d", n))
+		installCatalog(b, home, hello, n)
+		b.Run(fmt.Sprintf("rukh/commands=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				cmd := exec.Command(rukh, "hello", "bench")
+				cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
+				if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Hello, bench!") {
+					b.Fatalf("rukh hello: %v: %s", err, out)
+				}
+			}
+		})
+	}
+}
+
+func build(b *testing.B, out, pkg string) {
+	b.Helper()
+	if out, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+}
+
+func copyDir(b *testing.B, from, to string, names ...string) {
+	b.Helper()
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(from, n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, n), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// installCatalog installs the hello release and filler packages so that n
+// commands are installed in all.
+func installCatalog(b *testing.B, home, hello string, n int) {
+	b.Helper()
+	a := admin.New(filepath.Join(home, "data"))
+	install := func(dir string) {
+		m, err := trust.BuildManifest(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.Install(dir, m.Digest()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	install(hello)
+	for pkg, left := 0, n-1; left > 0; pkg++ {
+		k := min(left, 500)
+		left -= k
+		dir := filepath.Join(home, fmt.Sprintf("filler%d", pkg))
+		var cmds []string
+		for i := range k {
+			cmds = append(cmds, fmt.Sprintf(`{"id":"c%d","path":["filler%d","c%d"],"summary":"filler","inputs":[{"id":"x","type":"integer","minimum":0}],"execute":{"mapping":"managed","program":"bin/t","result":{"kind":"text"}}}`, i, pkg, i))
+		}
+		desc := fmt.Sprintf(`{"schema":"rukh.extension/2","package":"bench.filler%d","version":"1.0.0","publisher":"bench","commands":[%s]}`, pkg, strings.Join(cmds, ","))
+		if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "rukh-extension.json"), []byte(desc), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "bin", "t"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		install(dir)
+	}
+}
+
+// runDirect is the floor: the extension program started with a prepared
+// channel, its invoke frame written and its completion read, by a minimal
+// host with no store, no validation and no records.
+func runDirect(b *testing.B, prog string) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	parent, child := os.NewFile(uintptr(fds[0]), "p"), os.NewFile(uintptr(fds[1]), "c")
+	conn, err := net.FileConn(parent)
+	parent.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	cmd := exec.Command(prog)
+	cmd.ExtraFiles = []*os.File{child}
+	cmd.Env = []string{extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64),
+		extproto.EnvInvocationID + "=" + strings.Repeat("1", 32), extproto.EnvCommand + "=acme.hello/hello"}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	child.Close()
+	frame := (&extproto.Invoke{InvocationID: strings.Repeat("1", 32), Command: "acme.hello/hello", Transport: "cli", DeadlineMs: 30000,
+		Inputs: []byte(`{"count":{"value":1,"explicit":false},"name":{"value":"bench","explicit":true}}`)}).AppendFrame(nil)
+	if _, err := conn.Write(frame); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"complete"`) {
+		b.Fatalf("direct: %v %q", err, line)
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
