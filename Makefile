@@ -36,9 +36,12 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRecord$$' -fuzztime=$(FUZZTIME) ./store/
 	$(GO) test -run='^$$' -fuzz='^FuzzUnpack$$' -fuzztime=$(FUZZTIME) ./trust/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./trust/
+	$(GO) test -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./extproto/
+	$(GO) test -run='^$$' -fuzz='^FuzzParseInvoke$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./extproto/
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/ ./store/ ./projection/
+	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/ ./store/ ./projection/ ./extproto/ ./invoke/
+	$(GO) test -run='^$$' -bench=BenchmarkCLI -benchtime=40x -count=5 ./tests/
 
 clean:
 	rm -rf $(BIN) $(DEMOHOME)

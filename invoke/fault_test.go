@@ -47,7 +47,9 @@ var hostile = []struct {
 
 // setup installs one pinned release with every hostile command and a
 // profile whose CLI task has a short deadline.
-func setup(t *testing.T) (*invoke.Core, string) {
+func setup(t *testing.T) (*invoke.Core, string) { return setupB(t) }
+
+func setupB(t testing.TB) (*invoke.Core, string) {
 	t.Helper()
 	home := t.TempDir()
 	rel := filepath.Join(home, "src")
@@ -79,7 +81,7 @@ func setup(t *testing.T) (*invoke.Core, string) {
 	return core, home
 }
 
-func write(t *testing.T, name, content string, mode os.FileMode) {
+func write(t testing.TB, name, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		t.Fatal(err)

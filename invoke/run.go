@@ -111,6 +111,17 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 			Message: fmt.Sprintf("cannot run %s: its program %s is missing or not a regular file; reinstall %s %s", cmd.Identity, prog, t.Package.Package, t.Package.Version)}
 	}
 	managed := cmd.Execute.Mapping == descriptor.Managed
+	var frame []byte
+	if managed {
+		frame = (&extproto.Invoke{
+			InvocationID: id, Command: cmd.Identity, Transport: req.Transport, Interactive: req.Interactive,
+			DeadlineMs: ad.deadline.Milliseconds(), Inputs: ad.inputs.AppendJSON(nil),
+		}).AppendFrame(nil)
+		if len(frame) > extproto.MaxFrame {
+			return rejected(ReasonInvalidInput, "the inputs of %s take %d bytes, more than one rukh.ipc/1 frame holds (%d); give shorter values",
+				cmd.Identity, len(frame), extproto.MaxFrame)
+		}
+	}
 	token := newToken()
 	args := append([]string{prog}, cmd.Execute.Args...)
 	env := childEnv(req.Env)
@@ -188,10 +199,6 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 
 	reports := make(chan channelResult, 1)
 	if managed {
-		frame := (&extproto.Invoke{
-			InvocationID: id, Command: cmd.Identity, Transport: req.Transport, Interactive: req.Interactive,
-			DeadlineMs: ad.deadline.Milliseconds(), Inputs: ad.inputs.AppendJSON(nil),
-		}).AppendFrame(nil)
 		go readChannel(conn, frame, req.OnProgress, reports)
 	}
 	waited := make(chan error, 1)
