@@ -108,6 +108,16 @@ type Result struct {
 	Revision *store.Revision
 }
 
+// activeCandidate reads the active revision and its candidate.
+func activeCandidate(tx *store.Tx) (*store.Revision, *Candidate, error) {
+	cur, err := tx.ActiveRevision()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := candidateFrom(cur)
+	return cur, c, err
+}
+
 // candidateFrom reads the active revision (or the defaults) into a
 // candidate.
 func candidateFrom(rev *store.Revision) (*Candidate, error) {
@@ -152,11 +162,7 @@ func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c 
 	var res *Result
 	var cand *Candidate
 	err = s.Update(func(tx *store.Tx) error {
-		cur, err := tx.ActiveRevision()
-		if err != nil {
-			return err
-		}
-		c, err := candidateFrom(cur)
+		cur, c, err := activeCandidate(tx)
 		if err != nil {
 			return err
 		}
@@ -283,11 +289,7 @@ func (a *Admin) State() (*State, error) {
 			st.Projection = proj
 			return nil
 		}
-		cur, err := tx.ActiveRevision()
-		if err != nil {
-			return err
-		}
-		c, err := candidateFrom(cur)
+		cur, c, err := activeCandidate(tx)
 		if err != nil {
 			return err
 		}

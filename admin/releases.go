@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,33 +22,13 @@ type InstallResult struct {
 	AlreadyInstalled bool
 }
 
-// keyring answers trust.Keyring from the keys of the active revision.
-type keyring map[string][]trust.PublicKey
-
-func (k keyring) Keys(publisher string) []trust.PublicKey { return k[publisher] }
-
-// trustedKeys reads the keys the active revision trusts.
-func (a *Admin) trustedKeys() (keyring, error) {
-	kr := keyring{}
-	err := a.view(func(tx *store.Tx) error {
-		if tx == nil {
-			return nil
-		}
-		cur, err := tx.ActiveRevision()
-		if err != nil || cur == nil {
-			return err
-		}
-		keys, err := tx.Keys("")
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if slices.Contains(cur.Keys, k.Publisher+"/"+k.ID) {
-				kr[k.Publisher] = append(kr[k.Publisher], trust.PublicKey(k.Public))
-			}
-		}
-		return nil
-	})
+// trustedKeys is the keys of the active revision as a trust.Keyring.
+func (a *Admin) trustedKeys() (trust.KeyMap, error) {
+	keys, err := a.TrustedKeys()
+	kr := trust.KeyMap{}
+	for _, k := range keys {
+		kr[k.Publisher] = append(kr[k.Publisher], trust.PublicKey(k.Public))
+	}
 	return kr, err
 }
 

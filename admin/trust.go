@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/store"
@@ -64,10 +65,8 @@ func (a *Admin) TrustedKeys() ([]*store.Key, error) {
 			return err
 		}
 		for _, k := range keys {
-			for _, t := range cur.Keys {
-				if t == k.Publisher+"/"+k.ID {
-					out = append(out, k)
-				}
+			if slices.Contains(cur.Keys, k.Publisher+"/"+k.ID) {
+				out = append(out, k)
 			}
 		}
 		return nil

@@ -147,11 +147,7 @@ func newExtListCmd(f *Factory) *cobra.Command {
 		Short: "List installed releases",
 		Args:  exactArgs(0, "ext list takes no arguments"),
 		RunE: func(_ *cobra.Command, _ []string) error {
-			a, err := f.Admin()
-			if err != nil {
-				return err
-			}
-			st, err := a.State()
+			st, err := f.State()
 			if err != nil {
 				return err
 			}
@@ -197,11 +193,7 @@ func newExtShowCmd(f *Factory) *cobra.Command {
 		Short: "Show an installed release and its commands",
 		Args:  exactArgs(1, "ext show takes a package, package@version or digest"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			a, err := f.Admin()
-			if err != nil {
-				return err
-			}
-			st, err := a.State()
+			st, err := f.State()
 			if err != nil {
 				return err
 			}

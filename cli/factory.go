@@ -37,6 +37,15 @@ type Factory struct {
 	Env     []string // the caller's environment (filtered before a command sees it)
 }
 
+// State reads the active revision as the owner sees it.
+func (f *Factory) State() (*admin.State, error) {
+	a, err := f.Admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.State()
+}
+
 // Core returns the invocation core on the CLI's data directory.
 func (f *Factory) Core() (*invoke.Core, error) {
 	p, err := f.Paths()

@@ -27,11 +27,7 @@ func newProfileShowCmd(f *Factory) *cobra.Command {
 		Short: "Print the active profile",
 		Args:  exactArgs(0, "profile show takes no arguments"),
 		RunE: func(_ *cobra.Command, _ []string) error {
-			a, err := f.Admin()
-			if err != nil {
-				return err
-			}
-			st, err := a.State()
+			st, err := f.State()
 			if err != nil {
 				return err
 			}

@@ -18,11 +18,7 @@ func newToolsCmd(f *Factory) *cobra.Command {
 		Short: "Show the MCP tools agents see, and eligible commands that are not exposed",
 		Args:  exactArgs(0, "tools takes no arguments"),
 		RunE: func(_ *cobra.Command, _ []string) error {
-			a, err := f.Admin()
-			if err != nil {
-				return err
-			}
-			st, err := a.State()
+			st, err := f.State()
 			if err != nil {
 				return err
 			}

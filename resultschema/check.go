@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
 
@@ -722,4 +721,3 @@ func satMul(a, b, limit int) int {
 	}
 	return min(a*b, limit)
 }
-
