@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/spf13/cobra"
 )
@@ -24,12 +24,9 @@ func newExtCmd(f *Factory) *cobra.Command {
 		newExtListCmd(f),
 		newExtShowCmd(f),
 		newExtRefCmd(f, "remove PACKAGE[@VERSION]|sha256:HEX", "Uninstall a release (deactivating it if active)",
-			func(a *admin.Admin, ref string) (*admin.Result, error) {
-				res, _, err := a.Remove(ref)
-				return res, err
-			}),
-		newExtRefCmd(f, "activate PACKAGE[@VERSION]|sha256:HEX", "Make an installed release its package's active version", (*admin.Admin).Activate),
-		newExtRefCmd(f, "deactivate PACKAGE", "Remove a package's commands from the CLI and MCP; keep it installed", (*admin.Admin).Deactivate),
+			client.Host.Remove),
+		newExtRefCmd(f, "activate PACKAGE[@VERSION]|sha256:HEX", "Make an installed release its package's active version", client.Host.Activate),
+		newExtRefCmd(f, "deactivate PACKAGE", "Remove a package's commands from the CLI and MCP; keep it installed", client.Host.Deactivate),
 	)
 	return cmd
 }

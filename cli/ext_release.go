@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"
@@ -22,7 +24,7 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 		Use:   "pack DIR --key KEYFILE -o FILE.tar.gz",
 		Short: "Sign a release directory and pack it into an archive",
 		Args:  exactArgs(1, "ext pack takes a release directory"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if keyFile == "" || out == "" {
 				return &UsageError{errors.New("ext pack needs --key KEYFILE and -o FILE.tar.gz")}
 			}
@@ -92,12 +94,12 @@ func newExtInstallCmd(f *Factory) *cobra.Command {
 new profile revision. It is accepted only when it is signed by a trusted key
 of its publisher, or when --pin names its exact digest (local development).`,
 		Args: exactArgs(1, "ext install takes a release archive or directory"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			a, err := f.Admin()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := f.Host()
 			if err != nil {
 				return err
 			}
-			res, err := a.Install(args[0], pin)
+			res, err := h.Install(cmd.Context(), args[0], pin)
 			if err != nil {
 				return reportDescriptorErrors(f, args[0], err)
 			}
@@ -146,8 +148,8 @@ func newExtListCmd(f *Factory) *cobra.Command {
 		Use:   "list",
 		Short: "List installed releases",
 		Args:  exactArgs(0, "ext list takes no arguments"),
-		RunE: func(_ *cobra.Command, _ []string) error {
-			st, err := f.State()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := state(cmd, f)
 			if err != nil {
 				return err
 			}
@@ -192,8 +194,8 @@ func newExtShowCmd(f *Factory) *cobra.Command {
 		Use:   "show PACKAGE[@VERSION]|sha256:HEX",
 		Short: "Show an installed release and its commands",
 		Args:  exactArgs(1, "ext show takes a package, package@version or digest"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			st, err := f.State()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := state(cmd, f)
 			if err != nil {
 				return err
 			}
@@ -233,18 +235,18 @@ func newExtShowCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func newExtRefCmd(f *Factory, use, short string, run func(a *admin.Admin, ref string) (*admin.Result, error)) *cobra.Command {
+func newExtRefCmd(f *Factory, use, short string, run func(h client.Host, ctx context.Context, ref string) (*admin.Result, error)) *cobra.Command {
 	verb := strings.Fields(use)[0]
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  exactArgs(1, "ext "+verb+" takes one package"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			a, err := f.Admin()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := f.Host()
 			if err != nil {
 				return err
 			}
-			res, err := run(a, args[0])
+			res, err := run(h, cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/invoke"
@@ -33,7 +35,7 @@ func isBuiltin(root *cobra.Command, word string) bool {
 // and one descriptor are read, whatever the catalogue's size); otherwise
 // — help, completion, a group, a typo — the route index gives a light
 // tree of every route's words and summaries, with no descriptor decoded.
-func addExtensions(f *Factory, root *cobra.Command, args []string) error {
+func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []string) error {
 	words := args
 	completing := len(args) > 0 && strings.HasPrefix(args[0], "__complete")
 	if completing {
@@ -42,25 +44,25 @@ func addExtensions(f *Factory, root *cobra.Command, args []string) error {
 	if len(words) > 0 && isBuiltin(root, words[0]) {
 		return nil
 	}
-	core, err := f.Core()
+	host, err := f.Host()
 	if err != nil {
 		return err
 	}
 	var target *invoke.Target
 	if len(words) > 0 && !strings.HasPrefix(words[0], "-") {
-		target, _, err = core.Resolve(words)
+		target, _, err = host.Resolve(ctx, words)
 		if err != nil && !errors.Is(err, invoke.ErrNoCommand) {
 			return err
 		}
 	}
 	if target != nil && !completing {
 		parent := ensureGroups(root, target.Words[:len(target.Words)-1])
-		cmd := newExtensionCmd(f, core, target)
+		cmd := newExtensionCmd(f, host, target)
 		cmd.GroupID = groupFor(parent)
 		parent.AddCommand(cmd)
 		return nil
 	}
-	routes, err := core.Children(nil)
+	routes, err := host.Children(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func addExtensions(f *Factory, root *cobra.Command, args []string) error {
 		ws := strings.Fields(rt.Words)
 		parent := ensureGroups(root, ws[:len(ws)-1])
 		if target != nil && slices.Equal(ws, target.Words) {
-			cmd := newExtensionCmd(f, core, target)
+			cmd := newExtensionCmd(f, host, target)
 			cmd.GroupID = groupFor(parent)
 			parent.AddCommand(cmd)
 			continue
@@ -144,7 +146,7 @@ func (s *stringsFlag) IsBoolFlag() bool { return s.boolean }
 // command: flags and positionals from its declared inputs, typed by
 // values when it runs (never by the flag parser, so `--count 1.5` fails
 // exactly as MCP {"count": 1.5} does).
-func newExtensionCmd(f *Factory, core *invoke.Core, t *invoke.Target) *cobra.Command {
+func newExtensionCmd(f *Factory, host client.Host, t *invoke.Target) *cobra.Command {
 	c := t.Command
 	passthrough := c.Execute.Mapping == descriptor.Passthrough
 	var positionals []descriptor.Input
@@ -231,7 +233,7 @@ func newExtensionCmd(f *Factory, core *invoke.Core, t *invoke.Target) *cobra.Com
 				}
 			}
 		}
-		out, err := core.Invoke(cmd.Context(), t, req)
+		out, err := host.Invoke(cmd.Context(), t, req)
 		return report(f, out, err, asJSON, cmd.CommandPath())
 	}
 	return cmd

@@ -4,11 +4,12 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"runtime/debug"
 
 	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/client"
 )
 
 // IOStreams are the streams a command writes to: data on Out, everything
@@ -35,34 +36,23 @@ type Factory struct {
 	Paths   func() (Paths, error)
 	Dir     string   // the working directory commands run in
 	Env     []string // the caller's environment (filtered before a command sees it)
+
+	host client.Host
 }
 
-// State reads the active revision as the owner sees it.
-func (f *Factory) State() (*admin.State, error) {
-	a, err := f.Admin()
-	if err != nil {
-		return nil, err
+// Host returns the Host the CLI talks to: nothing else of the core is
+// reachable from a command. It is built on first use, so help and
+// completion of built-ins never touch the disk.
+func (f *Factory) Host() (client.Host, error) {
+	if f.host != nil {
+		return f.host, nil
 	}
-	return a.State()
-}
-
-// Core returns the invocation core on the CLI's data directory.
-func (f *Factory) Core() (*invoke.Core, error) {
 	p, err := f.Paths()
 	if err != nil {
 		return nil, &ExitError{Status: ExitUsage, Err: err}
 	}
-	return invoke.New(p.Data), nil
-}
-
-// Admin returns the owner operations on the CLI's data directory. The
-// store is opened by each operation, not here.
-func (f *Factory) Admin() (*admin.Admin, error) {
-	p, err := f.Paths()
-	if err != nil {
-		return nil, &ExitError{Status: ExitUsage, Err: err}
-	}
-	return admin.New(p.Data), nil
+	f.host = client.NewLocal(p.Data)
+	return f.host, nil
 }
 
 // BuildVersion is the module version of this build, or "devel".
@@ -71,4 +61,13 @@ func BuildVersion() string {
 		return bi.Main.Version
 	}
 	return "devel"
+}
+
+// state reads the active revision through the Host.
+func state(cmd interface{ Context() context.Context }, f *Factory) (*admin.State, error) {
+	h, err := f.Host()
+	if err != nil {
+		return nil, err
+	}
+	return h.State(cmd.Context())
 }

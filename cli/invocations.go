@@ -21,12 +21,12 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 		Use:   "list",
 		Short: fmt.Sprintf("List recent invocations, newest first (the last %d finished are kept)", store.MaxFinishedInvocations),
 		Args:  exactArgs(0, "invocations list takes no arguments"),
-		RunE: func(_ *cobra.Command, _ []string) error {
-			core, err := f.Core()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := f.Host()
 			if err != nil {
 				return err
 			}
-			invs, err := core.Invocations(limit)
+			invs, err := h.Invocations(cmd.Context(), limit)
 			if err != nil {
 				return err
 			}
@@ -57,12 +57,12 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 		Use:   "show ID",
 		Short: "Show one invocation (an id or a unique prefix of at least 8 characters)",
 		Args:  exactArgs(1, "invocations show takes an invocation id"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			core, err := f.Core()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := f.Host()
 			if err != nil {
 				return err
 			}
-			inv, err := core.Invocation(args[0])
+			inv, err := h.Invocation(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

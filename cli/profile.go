@@ -26,8 +26,8 @@ func newProfileShowCmd(f *Factory) *cobra.Command {
 		Use:   "show",
 		Short: "Print the active profile",
 		Args:  exactArgs(0, "profile show takes no arguments"),
-		RunE: func(_ *cobra.Command, _ []string) error {
-			st, err := f.State()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := state(cmd, f)
 			if err != nil {
 				return err
 			}
@@ -60,7 +60,7 @@ func newProfileApplyCmd(f *Factory) *cobra.Command {
 		Use:   "apply -f FILE",
 		Short: "Replace the profile with FILE (- for stdin) and print what changed",
 		Args:  exactArgs(0, "profile apply takes the file as -f FILE"),
-		RunE: func(_ *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				return &UsageError{fmt.Errorf("profile apply needs -f FILE")}
 			}
@@ -68,11 +68,11 @@ func newProfileApplyCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := f.Admin()
+			h, err := f.Host()
 			if err != nil {
 				return err
 			}
-			res, changes, err := a.ApplyProfile(data)
+			res, changes, err := h.ApplyProfile(cmd.Context(), data)
 			if err != nil {
 				return err
 			}
@@ -121,12 +121,12 @@ func newProfileHistoryCmd(f *Factory) *cobra.Command {
 		Use:   "history",
 		Short: "List profile revisions, newest first",
 		Args:  exactArgs(0, "profile history takes no arguments"),
-		RunE: func(_ *cobra.Command, _ []string) error {
-			a, err := f.Admin()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := f.Host()
 			if err != nil {
 				return err
 			}
-			revs, _, err := a.History()
+			revs, _, err := h.History(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,7 @@ import (
 // exit status. Errors are printed to f.IO.ErrOut, once.
 func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := NewRoot(f)
-	err := addExtensions(f, root, args)
+	err := addExtensions(ctx, f, root, args)
 	if err == nil {
 		root.SetArgs(args)
 		err = root.ExecuteContext(ctx)

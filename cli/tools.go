@@ -17,8 +17,8 @@ func newToolsCmd(f *Factory) *cobra.Command {
 		Use:   "tools",
 		Short: "Show the MCP tools agents see, and eligible commands that are not exposed",
 		Args:  exactArgs(0, "tools takes no arguments"),
-		RunE: func(_ *cobra.Command, _ []string) error {
-			st, err := f.State()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := state(cmd, f)
 			if err != nil {
 				return err
 			}

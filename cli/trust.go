@@ -21,7 +21,7 @@ func newTrustCmd(f *Factory) *cobra.Command {
 			Use:   "keygen OUT",
 			Short: "Create an ed25519 signing key: OUT (private, mode 0600) and OUT.pub",
 			Args:  exactArgs(1, "trust keygen takes the output file"),
-			RunE: func(_ *cobra.Command, args []string) error {
+			RunE: func(cmd *cobra.Command, args []string) error {
 				// Never leave half a pair: refuse if either file exists, and
 				// take the private key back if the public one cannot be written.
 				for _, p := range []string{args[0], args[0] + ".pub"} {
@@ -48,12 +48,12 @@ func newTrustCmd(f *Factory) *cobra.Command {
 			Use:   "add PUBLISHER PUBKEYFILE",
 			Short: "Trust a publisher's public key",
 			Args:  exactArgs(2, "trust add takes a publisher and a public key file"),
-			RunE: func(_ *cobra.Command, args []string) error {
-				a, err := f.Admin()
+			RunE: func(cmd *cobra.Command, args []string) error {
+				h, err := f.Host()
 				if err != nil {
 					return err
 				}
-				res, id, err := a.TrustAdd(args[0], args[1])
+				res, id, err := h.TrustAdd(cmd.Context(), args[0], args[1])
 				if err != nil {
 					return err
 				}
@@ -66,12 +66,12 @@ func newTrustCmd(f *Factory) *cobra.Command {
 			Use:   "remove PUBLISHER",
 			Short: "Stop trusting every key of a publisher",
 			Args:  exactArgs(1, "trust remove takes a publisher"),
-			RunE: func(_ *cobra.Command, args []string) error {
-				a, err := f.Admin()
+			RunE: func(cmd *cobra.Command, args []string) error {
+				h, err := f.Host()
 				if err != nil {
 					return err
 				}
-				res, err := a.TrustRemove(args[0])
+				res, err := h.TrustRemove(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -96,12 +96,12 @@ func newTrustListCmd(f *Factory) *cobra.Command {
 		Use:   "list",
 		Short: "List trusted publisher keys",
 		Args:  exactArgs(0, "trust list takes no arguments"),
-		RunE: func(_ *cobra.Command, _ []string) error {
-			a, err := f.Admin()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := f.Host()
 			if err != nil {
 				return err
 			}
-			keys, err := a.TrustedKeys()
+			keys, err := h.TrustedKeys(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,114 @@
+// Package client is the one seam between a presentation (the CLI, later
+// `rukh mcp`) and Rukh's core: a Host lists the projection, invokes
+// commands, runs the owner's administration and observes invocations.
+// Local runs everything in this process; a daemon-backed Host (rukhd)
+// will satisfy the same interface.
+package client
+
+import (
+	"context"
+
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/store"
+)
+
+// Host is everything a presentation may ask of Rukh.
+type Host interface {
+	// List: resolve route words to one pinned command; the routes under a
+	// group; the active revision with its projection.
+	Resolve(ctx context.Context, words []string) (*invoke.Target, int, error)
+	Children(ctx context.Context, prefix []string) ([]*store.Route, error)
+	State(ctx context.Context) (*admin.State, error)
+
+	// Invoke runs one call of a pinned command through the invocation core.
+	Invoke(ctx context.Context, t *invoke.Target, req *invoke.Request) (*invoke.Outcome, error)
+
+	// Admin: the owner's changes, each one new profile revision.
+	Install(ctx context.Context, src, pin string) (*admin.InstallResult, error)
+	Remove(ctx context.Context, ref string) (*admin.Result, error)
+	Activate(ctx context.Context, ref string) (*admin.Result, error)
+	Deactivate(ctx context.Context, pkg string) (*admin.Result, error)
+	TrustAdd(ctx context.Context, publisher, pubKeyFile string) (*admin.Result, string, error)
+	TrustRemove(ctx context.Context, publisher string) (*admin.Result, error)
+	TrustedKeys(ctx context.Context) ([]*store.Key, error)
+	ApplyProfile(ctx context.Context, data []byte) (*admin.Result, []profile.Change, error)
+	History(ctx context.Context) ([]*store.Revision, []*store.AuditEntry, error)
+
+	// Observe: invocation records.
+	Invocations(ctx context.Context, limit int) ([]*store.Invocation, error)
+	Invocation(ctx context.Context, id string) (*store.Invocation, error)
+}
+
+// Local is the in-process Host: it opens the store for each operation and
+// closes it before returning, so it never holds the lock across a
+// user-visible wait.
+type Local struct {
+	admin *admin.Admin
+	core  *invoke.Core
+}
+
+// NewLocal returns the in-process Host for a data directory.
+func NewLocal(dataDir string) *Local {
+	return &Local{admin: admin.New(dataDir), core: invoke.New(dataDir)}
+}
+
+var _ Host = (*Local)(nil)
+
+func (l *Local) Resolve(_ context.Context, words []string) (*invoke.Target, int, error) {
+	return l.core.Resolve(words)
+}
+
+func (l *Local) Children(_ context.Context, prefix []string) ([]*store.Route, error) {
+	return l.core.Children(prefix)
+}
+
+func (l *Local) State(context.Context) (*admin.State, error) { return l.admin.State() }
+
+func (l *Local) Invoke(ctx context.Context, t *invoke.Target, req *invoke.Request) (*invoke.Outcome, error) {
+	return l.core.Invoke(ctx, t, req)
+}
+
+func (l *Local) Install(_ context.Context, src, pin string) (*admin.InstallResult, error) {
+	return l.admin.Install(src, pin)
+}
+
+func (l *Local) Remove(_ context.Context, ref string) (*admin.Result, error) {
+	res, _, err := l.admin.Remove(ref)
+	return res, err
+}
+
+func (l *Local) Activate(_ context.Context, ref string) (*admin.Result, error) {
+	return l.admin.Activate(ref)
+}
+
+func (l *Local) Deactivate(_ context.Context, pkg string) (*admin.Result, error) {
+	return l.admin.Deactivate(pkg)
+}
+
+func (l *Local) TrustAdd(_ context.Context, publisher, pubKeyFile string) (*admin.Result, string, error) {
+	return l.admin.TrustAdd(publisher, pubKeyFile)
+}
+
+func (l *Local) TrustRemove(_ context.Context, publisher string) (*admin.Result, error) {
+	return l.admin.TrustRemove(publisher)
+}
+
+func (l *Local) TrustedKeys(context.Context) ([]*store.Key, error) { return l.admin.TrustedKeys() }
+
+func (l *Local) ApplyProfile(_ context.Context, data []byte) (*admin.Result, []profile.Change, error) {
+	return l.admin.ApplyProfile(data)
+}
+
+func (l *Local) History(context.Context) ([]*store.Revision, []*store.AuditEntry, error) {
+	return l.admin.History()
+}
+
+func (l *Local) Invocations(_ context.Context, limit int) ([]*store.Invocation, error) {
+	return l.core.Invocations(limit)
+}
+
+func (l *Local) Invocation(_ context.Context, id string) (*store.Invocation, error) {
+	return l.core.Invocation(id)
+}
