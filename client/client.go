@@ -7,10 +7,15 @@ package client
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"sync"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/projection"
 	"github.com/rukh-cli/rukh/store"
 )
 
@@ -21,6 +26,13 @@ type Host interface {
 	Resolve(ctx context.Context, words []string) (*invoke.Target, int, error)
 	Children(ctx context.Context, prefix []string) ([]*store.Route, error)
 	State(ctx context.Context) (*admin.State, error)
+	// Projection is the MCP projection of the active revision, cached by
+	// revision; CursorKey signs list cursors (derived from the store
+	// secret); ResolveTool pins a tool of revision rev, or returns
+	// invoke.ErrStale when rev is no longer active.
+	Projection(ctx context.Context) (*projection.Projection, *profile.Profile, error)
+	CursorKey(ctx context.Context) ([]byte, error)
+	ResolveTool(ctx context.Context, rev uint64, tool *projection.Tool) (*invoke.Target, error)
 
 	// Invoke runs one call of a pinned command through the invocation core.
 	Invoke(ctx context.Context, t *invoke.Target, req *invoke.Request) (*invoke.Outcome, error)
@@ -47,11 +59,13 @@ type Host interface {
 type Local struct {
 	admin *admin.Admin
 	core  *invoke.Core
+	cache    *projection.Cache
+	profiles sync.Map // revision → *profile.Profile of cached projections
 }
 
 // NewLocal returns the in-process Host for a data directory.
 func NewLocal(dataDir string) *Local {
-	return &Local{admin: admin.New(dataDir), core: invoke.New(dataDir)}
+	return &Local{admin: admin.New(dataDir), core: invoke.New(dataDir), cache: projection.NewCache(projection.DefaultCacheSize)}
 }
 
 var _ Host = (*Local)(nil)
@@ -65,6 +79,61 @@ func (l *Local) Children(_ context.Context, prefix []string) ([]*store.Route, er
 }
 
 func (l *Local) State(context.Context) (*admin.State, error) { return l.admin.State() }
+
+// Projection builds the projection of the active revision once per
+// revision and serves it from the cache after.
+func (l *Local) Projection(context.Context) (*projection.Projection, *profile.Profile, error) {
+	const stale = "stale"
+	for range 3 {
+		n, err := l.core.ActiveRevision()
+		if err != nil {
+			return nil, nil, err
+		}
+		p, errs := l.cache.Get(n, func() (*projection.Projection, []*projection.Error) {
+			st, err := l.admin.State()
+			if err != nil {
+				return nil, []*projection.Error{{Code: "state", Message: err.Error()}}
+			}
+			if st.Projection.Revision != n {
+				return nil, []*projection.Error{{Code: stale}}
+			}
+			l.profiles.Store(n, st.Profile)
+			return st.Projection, nil
+		})
+		switch {
+		case len(errs) > 0 && errs[0].Code == stale:
+			continue // a change landed between reading the number and building
+		case len(errs) > 0:
+			return nil, nil, errs[0]
+		}
+		prof, ok := l.profiles.Load(n)
+		if !ok {
+			continue
+		}
+		l.profiles.Range(func(k, _ any) bool { // keep what the cache can hold
+			if k.(uint64)+projection.DefaultCacheSize < n {
+				l.profiles.Delete(k)
+			}
+			return true
+		})
+		return p, prof.(*profile.Profile), nil
+	}
+	return nil, nil, fmt.Errorf("the profile revision keeps changing; try again")
+}
+
+func (l *Local) CursorKey(context.Context) ([]byte, error) {
+	secret, err := l.core.Secret()
+	if err != nil {
+		return nil, err
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("rukh.mcp-cursor/1"))
+	return mac.Sum(nil), nil
+}
+
+func (l *Local) ResolveTool(_ context.Context, rev uint64, tool *projection.Tool) (*invoke.Target, error) {
+	return l.core.ResolveCommand(rev, tool.Digest, tool.Command)
+}
 
 func (l *Local) Invoke(ctx context.Context, t *invoke.Target, req *invoke.Request) (*invoke.Outcome, error) {
 	return l.core.Invoke(ctx, t, req)

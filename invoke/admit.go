@@ -60,7 +60,14 @@ func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
 	if req.Transport == TransportMCP {
 		ad.taskName = t.Profile.MCP.Task
 	}
-	ad.task = t.Profile.Tasks[ad.taskName]
+	if req.Task != "" {
+		ad.taskName = req.Task
+	}
+	task, ok := t.Profile.Tasks[ad.taskName]
+	if !ok {
+		return ad, rejected(ReasonDenied, "task %q is not defined in the active profile", ad.taskName)
+	}
+	ad.task = task
 
 	// Support.
 	switch {

@@ -81,6 +81,9 @@ type Target struct {
 // Request is one call of a resolved command.
 type Request struct {
 	Transport string // TransportCLI or TransportMCP
+	// Task is the task preset of a launch binding (`rukh mcp --task`);
+	// empty means the profile's cli.task or mcp.task for the transport.
+	Task string
 	// Exactly one way of giving inputs applies: CLI strings per input id,
 	// MCP JSON arguments, or raw argv for a passthrough command.
 	CLIInputs map[string][]string

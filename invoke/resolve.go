@@ -140,3 +140,56 @@ func (c *Core) Invocation(prefix string) (*store.Invocation, error) {
 	}
 	return out, err
 }
+
+// ErrStale means the revision a name or cursor was computed for is no
+// longer the active one.
+var ErrStale = errors.New("the active revision changed")
+
+// ActiveRevision returns the active revision number (0 before the first).
+func (c *Core) ActiveRevision() (uint64, error) {
+	var n uint64
+	err := c.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		var err error
+		n, err = tx.ActiveNumber()
+		return err
+	})
+	return n, err
+}
+
+// ResolveCommand pins command index cmd of release digest in revision rev,
+// which must still be the active revision (ErrStale otherwise): a name
+// from an older revision never reaches a newer release.
+func (c *Core) ResolveCommand(rev uint64, digest string, cmd int) (*Target, error) {
+	var t *Target
+	err := c.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return ErrStale
+		}
+		active, err := tx.ActiveNumber()
+		if err != nil {
+			return err
+		}
+		if active != rev {
+			return ErrStale
+		}
+		t, err = pin(tx, rev, digest, cmd)
+		return err
+	})
+	return t, err
+}
+
+// Secret returns the store's per-store secret (for cursor integrity), or
+// nil before the store exists.
+func (c *Core) Secret() ([]byte, error) {
+	var s []byte
+	err := c.view(func(tx *store.Tx) error {
+		if tx != nil {
+			s = tx.Secret()
+		}
+		return nil
+	})
+	return s, err
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/mcp"
+	"github.com/spf13/cobra"
+)
+
+func newMCPCmd(f *Factory) *cobra.Command {
+	var task, logFile string
+	cmd := &cobra.Command{
+		Use:   "mcp [--task PRESET]",
+		Short: "Serve the exposed commands to an AI agent as MCP tools over stdio",
+		Long: `Serve the commands the owner's profile exposes (mcp.expose) as MCP tools on
+stdin/stdout. Every call runs under one task preset, fixed at start: --task,
+or the profile's mcp.task. Only MCP frames are written to stdout; logs and
+command diagnostics go to stderr or --log-file.`,
+		Args: exactArgs(0, "mcp takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := f.Host()
+			if err != nil {
+				return err
+			}
+			var logw io.Writer = f.IO.ErrOut
+			if logFile != "" {
+				lf, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+				if err != nil {
+					return err
+				}
+				defer lf.Close()
+				logw = lf
+			}
+			_, prof, err := h.Projection(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if task == "" {
+				task = prof.MCP.Task
+			}
+			if _, ok := prof.Tasks[task]; !ok {
+				return &UsageError{fmt.Errorf("task %q is not defined in the active profile; see `%s profile show`", task, f.Name)}
+			}
+			logger := slog.New(slog.NewTextHandler(logw, nil))
+			srv := mcp.NewServer(mcp.Options{
+				Host:        h,
+				Binding:     mcp.Binding{Task: task, UID: os.Getuid()},
+				Name:        f.Name,
+				Version:     BuildVersion(),
+				Logger:      logger,
+				Diagnostics: logw,
+			})
+			logger.Info("serving MCP on stdio", "task", task)
+			return srv.Run(cmd.Context(), &sdk.IOTransport{Reader: io.NopCloser(f.IO.In), Writer: nopWriteCloser{f.IO.Out}})
+		},
+	}
+	cmd.Flags().StringVar(&task, "task", "", "the task preset every call runs under (default: the profile's mcp.task)")
+	cmd.Flags().StringVar(&logFile, "log-file", "", "write logs and command diagnostics here instead of stderr")
+	return cmd
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

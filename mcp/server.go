@@ -1,0 +1,305 @@
+// Package mcp is the MCP presentation of Rukh: `rukh mcp` serves
+// tools/list and tools/call from the projection of the current revision,
+// through the official go-sdk, on the same invocation core as the CLI.
+// It adds a front door and nothing else: no argv, no shell, no second
+// validator.
+package mcp
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/projection"
+)
+
+// Listing limits (DESIGN I8, §9).
+const (
+	PageTools    = 32
+	PageBytes    = 1 << 20
+	ListDeadline = 30 * time.Second
+)
+
+// Binding is the launch binding of one `rukh mcp` process: fixed at start,
+// never changed by anything a client sends (tool arguments and clientInfo
+// claim nothing).
+type Binding struct {
+	Task string // the task preset every call runs under
+	UID  int    // the subject: the local user who started the server
+}
+
+// Options configure a server.
+type Options struct {
+	Host    client.Host
+	Binding Binding
+	Name    string // the CLI's name, e.g. "rukh"
+	Version string
+	Logger  *slog.Logger
+	// Diagnostics receives the (bounded) stdout and stderr of commands;
+	// never the protocol's stdout.
+	Diagnostics io.Writer
+}
+
+// NewServer returns an MCP server whose tools come from the Host's
+// projection per request: a receiving middleware answers tools/list and
+// tools/call, so no tool is registered statically.
+func NewServer(opts Options) *sdk.Server {
+	s := sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Logger:       opts.Logger,
+	})
+	a := &adapter{opts: opts}
+	s.AddReceivingMiddleware(a.middleware)
+	return s
+}
+
+type adapter struct {
+	opts Options
+}
+
+func (a *adapter) middleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch method {
+		case "tools/list":
+			return a.list(ctx, req.(*sdk.ListToolsRequest))
+		case "tools/call":
+			return a.call(ctx, req.(*sdk.CallToolRequest))
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// visible returns the projection of the current revision and the tools
+// the bound task may see, in name order. A task that cannot be read is an
+// error, never an empty list.
+func (a *adapter) visible(ctx context.Context) (*projection.Projection, []*projection.Tool, error) {
+	p, prof, err := a.opts.Host.Projection(ctx)
+	if err != nil {
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "cannot read the tool projection: " + err.Error()}
+	}
+	task, ok := prof.Tasks[a.opts.Binding.Task]
+	if !ok {
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("the task %q this server is bound to is not defined in the active profile; the owner must restore it", a.opts.Binding.Task)}
+	}
+	var tools []*projection.Tool
+	for i := range p.Tools {
+		t := &p.Tools[i]
+		for _, pat := range task.Commands {
+			if profile.Matches(pat, t.Identity) {
+				tools = append(tools, t)
+				break
+			}
+		}
+	}
+	return p, tools, nil
+}
+
+func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, ListDeadline)
+	defer cancel()
+	p, tools, err := a.visible(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, err := a.opts.Host.CursorKey(ctx)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	start := 0
+	if c := req.Params.Cursor; c != "" {
+		pos, ok := readCursor(key, c, p.Revision, a.opts.Binding.Task)
+		if !ok || pos > len(tools) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: "the cursor is invalid or from an older tool list (the profile changed); list the tools again from the start"}
+		}
+		start = pos
+	}
+	res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}, Cacheable: sdk.Cacheable{TTLMs: 0, CacheScope: "private"}}
+	size := 0
+	end := start
+	for ; end < len(tools) && end-start < PageTools; end++ {
+		t := toSDK(tools[end])
+		n := len(t.Name) + len(t.Title) + len(t.Description) + len(tools[end].InputSchema) + len(tools[end].OutputSchema) + 256
+		if end > start && size+n > PageBytes {
+			break
+		}
+		size += n
+		res.Tools = append(res.Tools, t)
+	}
+	if end < len(tools) {
+		res.NextCursor = makeCursor(key, p.Revision, a.opts.Binding.Task, end)
+	}
+	return res, nil
+}
+
+func toSDK(t *projection.Tool) *sdk.Tool {
+	st := &sdk.Tool{
+		Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+	}
+	an := t.Annotations
+	if an.ReadOnlyHint != nil || an.DestructiveHint != nil || an.IdempotentHint != nil || an.OpenWorldHint != nil {
+		st.Annotations = &sdk.ToolAnnotations{DestructiveHint: an.DestructiveHint, OpenWorldHint: an.OpenWorldHint}
+		if an.ReadOnlyHint != nil {
+			st.Annotations.ReadOnlyHint = *an.ReadOnlyHint
+		}
+		if an.IdempotentHint != nil {
+			st.Annotations.IdempotentHint = *an.IdempotentHint
+		}
+	}
+	return st
+}
+
+// A cursor is base64url(revision | position | HMAC-SHA256(key, revision |
+// position | task)[:16]): bound to the revision, the visibility binding and
+// the position, and useless once any of them changes.
+func makeCursor(key []byte, rev uint64, task string, pos int) string {
+	buf := binary.BigEndian.AppendUint64(nil, rev)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(pos))
+	buf = append(buf, cursorMAC(key, buf, task)...)
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+func readCursor(key []byte, cursor string, rev uint64, task string) (int, bool) {
+	if len(cursor) > 64 {
+		return 0, false
+	}
+	buf, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(buf) != 12+16 {
+		return 0, false
+	}
+	if !hmac.Equal(buf[12:], cursorMAC(key, buf[:12], task)) || binary.BigEndian.Uint64(buf) != rev {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint32(buf[8:12])), true
+}
+
+func cursorMAC(key, head []byte, task string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(head)
+	m.Write([]byte(task))
+	return m.Sum(nil)[:16]
+}
+
+// errUnknownTool is the one answer for unknown, obsolete and invisible
+// names alike, so it reveals nothing about hidden tools.
+func errUnknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result, error) {
+	name := req.Params.Name
+	p, tools, err := a.visible(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tool := p.Tool(name)
+	if tool == nil || !contains(tools, tool) {
+		return nil, errUnknownTool(name)
+	}
+	target, err := a.opts.Host.ResolveTool(ctx, p.Revision, tool)
+	if errors.Is(err, invoke.ErrStale) {
+		return nil, errUnknownTool(name)
+	}
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	r := &invoke.Request{
+		Transport:      invoke.TransportMCP,
+		Task:           a.opts.Binding.Task,
+		Arguments:      req.Params.Arguments,
+		DiagnosticsOut: a.opts.Diagnostics,
+		CancelReason:   func() string { return invoke.ReasonClientCancelled },
+	}
+	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+		r.OnProgress = func(pr extproto.Progress) {
+			n := &sdk.ProgressNotificationParams{ProgressToken: token, Message: pr.Message}
+			if pr.Done != nil {
+				n.Progress = float64(*pr.Done)
+			}
+			if pr.Total != nil {
+				n.Total = float64(*pr.Total)
+			}
+			req.Session.NotifyProgress(ctx, n)
+		}
+	}
+	out, err := a.opts.Host.Invoke(ctx, target, r)
+	if err != nil && a.opts.Logger != nil {
+		a.opts.Logger.Error("recording the outcome failed", "invocation", out.InvocationID, "error", err)
+	}
+	return result(out, tool), nil
+}
+
+func contains(tools []*projection.Tool, t *projection.Tool) bool {
+	for _, x := range tools {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// envelope is the closed core-owned result of a call (DESIGN §7).
+type envelope struct {
+	InvocationID  string            `json:"invocationId"`
+	Outcome       string            `json:"outcome"`
+	Reason        string            `json:"reason,omitempty"`
+	CommandResult *commandResult    `json:"commandResult,omitempty"`
+	Effects       []extproto.Effect `json:"effects,omitempty"`
+}
+
+type commandResult struct {
+	Kind string          `json:"kind"`
+	Text *string         `json:"text,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// result turns an outcome into a complete tool result: the envelope as
+// structuredContent and as the first text block; refusals add a second
+// block saying what to fix.
+func result(out *invoke.Outcome, tool *projection.Tool) *sdk.CallToolResult {
+	env := envelope{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, Effects: out.Effects}
+	if r := out.Result; r != nil {
+		cr := &commandResult{Kind: string(r.Kind)}
+		if r.Kind == "text" {
+			text := r.Text
+			cr.Text = &text
+		} else {
+			cr.Data = r.Data
+		}
+		env.CommandResult = cr
+	}
+	data, err := json.Marshal(env)
+	if err != nil {
+		data = []byte(`{"invocationId":"","outcome":"execution_failed","reason":"protocol_error"}`)
+	}
+	res := &sdk.CallToolResult{
+		StructuredContent: json.RawMessage(data),
+		Content:           []sdk.Content{&sdk.TextContent{Text: string(data)}},
+		IsError:           out.Outcome != invoke.Succeeded,
+	}
+	if out.Outcome != invoke.Succeeded && out.Message != "" {
+		msg := out.Message
+		if out.Reason == invoke.ReasonInvalidInput {
+			msg += "\nThe tool's input schema: " + string(tool.InputSchema)
+		}
+		res.Content = append(res.Content, &sdk.TextContent{Text: msg})
+	}
+	return res
+}

@@ -1,0 +1,219 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/trust"
+)
+
+const reportText = `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"hi\\n"}}\n' "$RUKH_IPC_TOKEN" >&3`
+
+// home installs one pinned release with n eligible commands (c0 echoes a
+// structured result, the others a text one) and exposes the package.
+func home(t *testing.T, n int, task string) (string, *admin.Admin) {
+	t.Helper()
+	dir := t.TempDir()
+	rel := filepath.Join(dir, "src")
+	var cmds []string
+	for i := range n {
+		cmds = append(cmds, fmt.Sprintf(`{"id":"c%d","path":["t","c%d"],"summary":"Command %d",
+			"inputs":[{"id":"count","type":"integer","minimum":1,"maximum":5,"default":1},{"id":"env","type":"string","enum":["stage","prod"],"default":"stage"}],
+			"execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}},
+			"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},
+			"access":[{"action":"deploy.read","resource":"env:{env}"}]}`, i, i, i))
+	}
+	write(t, filepath.Join(rel, "bin", "ok"), "#!/bin/sh\n"+reportText+"\n", 0o755)
+	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.tools","version":"1.0.0","publisher":"test","commands":[`+strings.Join(cmds, ",")+`]}`, 0o644)
+	m, err := trust.BuildManifest(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := admin.New(filepath.Join(dir, "data"))
+	if _, err := a.Install(rel, m.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, a, task, "team")
+	return dir, a
+}
+
+func apply(t *testing.T, a *admin.Admin, commands, namespace string) {
+	t.Helper()
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"` + namespace + `","cli":{"task":"owner"},"mcp":{"expose":["test.tools/*"],"task":"agent"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":5000,"maxConcurrent":4,"enforcement":"host"},
+		         "agent":{"commands":["` + commands + `"],"deadlineMs":5000,"maxConcurrent":4,"enforcement":"host",
+		                  "allow":[{"action":"deploy.read","resource":"env:stage"}]}}}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, name, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// connect serves dir's data over an in-memory transport to a go-sdk
+// client, which speaks the 2026-07-28 protocol.
+func connect(t *testing.T, dir string) *sdk.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func listAll(t *testing.T, cs *sdk.ClientSession) (names []string, pages int) {
+	t.Helper()
+	cursor := ""
+	for {
+		res, err := cs.ListTools(context.Background(), &sdk.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if res.TTLMs != 0 || res.CacheScope != "private" {
+			t.Errorf("ttlMs %d cacheScope %q", res.TTLMs, res.CacheScope)
+		}
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		if res.NextCursor == "" {
+			return names, pages
+		}
+		cursor = res.NextCursor
+	}
+}
+
+func envelopeOf(t *testing.T, res *sdk.CallToolResult) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatal(err)
+	}
+	var fromText map[string]any
+	if err := json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &fromText); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromText, env) {
+		t.Errorf("the text block %v differs from structuredContent %v", fromText, env)
+	}
+	return env
+}
+
+func TestListPagesAndCall(t *testing.T) {
+	dir, _ := home(t, 40, "test.*/*")
+	cs := connect(t, dir)
+	names, pages := listAll(t, cs)
+	if len(names) != 40 || pages != 2 {
+		t.Fatalf("%d tools in %d pages, want 40 in 2", len(names), pages)
+	}
+	for i := 1; i < len(names); i++ {
+		if names[i-1] >= names[i] {
+			t.Fatalf("not in name order: %s, %s", names[i-1], names[i])
+		}
+	}
+
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[0], Arguments: map[string]any{"count": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := envelopeOf(t, res)
+	if res.IsError || env["outcome"] != "succeeded" || env["commandResult"].(map[string]any)["text"] != "hi\n" {
+		t.Errorf("call: isError %v envelope %v", res.IsError, env)
+	}
+}
+
+func TestRefusalsAreResults(t *testing.T) {
+	dir, _ := home(t, 1, "test.*/*")
+	cs := connect(t, dir)
+	names, _ := listAll(t, cs)
+	for _, tc := range []struct {
+		args   map[string]any
+		reason string
+		text   string
+	}{
+		{map[string]any{"count": 1.5}, "invalid_input", "not a whole number"},
+		{map[string]any{"count": nil}, "invalid_input", "null"},
+		{map[string]any{"colour": "red"}, "invalid_input", "colour"},
+		{map[string]any{"env": "prod"}, "denied", "does not allow deploy.read"},
+	} {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[0], Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		env := envelopeOf(t, res)
+		if !res.IsError || env["outcome"] != "rejected" || env["reason"] != tc.reason {
+			t.Errorf("%v: isError %v envelope %v, want rejected/%s", tc.args, res.IsError, env, tc.reason)
+			continue
+		}
+		msg := res.Content[1].(*sdk.TextContent).Text
+		if !strings.Contains(msg, tc.text) {
+			t.Errorf("%v: message %q does not mention %q", tc.args, msg, tc.text)
+		}
+		if tc.reason == "invalid_input" && !strings.Contains(msg, `"additionalProperties":false`) {
+			t.Errorf("%v: the message does not carry the input schema: %q", tc.args, msg)
+		}
+	}
+}
+
+// Unknown, obsolete and invisible names get one and the same error, and
+// an old cursor is refused once the profile changed.
+func TestStaleNamesAndCursors(t *testing.T) {
+	dir, a := home(t, 40, "test.*/*")
+	cs := connect(t, dir)
+	names, _ := listAll(t, cs)
+	first, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	apply(t, a, "test.*/*", "other") // a new revision: every name changes
+	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[0]})
+	stale := fmt.Sprint(err)
+	if !strings.Contains(stale, "unknown tool") {
+		t.Fatalf("a stale name: %v", err)
+	}
+	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "nosuch__tool"})
+	if unknown := fmt.Sprint(err); strings.ReplaceAll(unknown, "nosuch__tool", names[0]) != stale {
+		t.Errorf("unknown and stale names differ:\n%s\n%s", unknown, stale)
+	}
+	if _, err := cs.ListTools(context.Background(), &sdk.ListToolsParams{Cursor: first.NextCursor}); err == nil || !strings.Contains(err.Error(), "list the tools again") {
+		t.Errorf("an old cursor: %v", err)
+	}
+
+	// Invisible to the bound task: the same answer as unknown.
+	apply(t, a, "other.*/*", "other")
+	now, _ := listAll(t, cs)
+	if len(now) != 0 {
+		t.Errorf("the agent task sees %d tools it may not run", len(now))
+	}
+}
