@@ -57,8 +57,8 @@ type Host interface {
 // closes it before returning, so it never holds the lock across a
 // user-visible wait.
 type Local struct {
-	admin *admin.Admin
-	core  *invoke.Core
+	admin    *admin.Admin
+	core     *invoke.Core
 	cache    *projection.Cache
 	profiles sync.Map // revision → *profile.Profile of cached projections
 }
