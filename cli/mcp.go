@@ -45,7 +45,8 @@ command diagnostics go to stderr or --log-file.`,
 			if _, ok := prof.Tasks[task]; !ok {
 				return &UsageError{fmt.Errorf("task %q is not defined in the active profile; see `%s profile show`", task, f.Name)}
 			}
-			logger := slog.New(slog.NewTextHandler(logw, nil))
+			logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			fmt.Fprintf(logw, "%s mcp: serving the tools of task %q on stdio\n", f.Name, task)
 			srv := mcp.NewServer(mcp.Options{
 				Host:        h,
 				Binding:     mcp.Binding{Task: task, UID: os.Getuid()},
@@ -54,7 +55,6 @@ command diagnostics go to stderr or --log-file.`,
 				Logger:      logger,
 				Diagnostics: logw,
 			})
-			logger.Info("serving MCP on stdio", "task", task)
 			return srv.Run(cmd.Context(), &sdk.IOTransport{Reader: io.NopCloser(f.IO.In), Writer: nopWriteCloser{f.IO.Out}})
 		},
 	}

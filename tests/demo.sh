@@ -51,3 +51,8 @@ step rukh tools
 step rukh profile apply -f examples/profile.json
 step rukh tools
 step rukh profile history
+
+# An agent sees the same commands as MCP tools: `rukh mcp` on stdio, driven
+# by the official Go SDK client (tests/mcpdemo): list, then call.
+go build -o "$RUKH_HOME/mcpdemo" ./tests/mcpdemo
+step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent","times":2}'
