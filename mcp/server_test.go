@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
@@ -215,5 +216,55 @@ func TestStaleNamesAndCursors(t *testing.T) {
 	now, _ := listAll(t, cs)
 	if len(now) != 0 {
 		t.Errorf("the agent task sees %d tools it may not run", len(now))
+	}
+}
+
+// A client that cancels a call stops that invocation only; it is
+// recorded as cancelled/client_cancelled.
+func TestClientCancel(t *testing.T) {
+	dir, _ := home(t, 1, "test.*/*")
+	// Replace nothing: add a slow tool through a second release.
+	rel := filepath.Join(dir, "slow")
+	write(t, filepath.Join(rel, "bin", "slow"), "#!/bin/sh\nexec sleep 30\n", 0o755)
+	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.slow","version":"1.0.0","publisher":"test","commands":[
+		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
+	m, err := trust.BuildManifest(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := admin.New(filepath.Join(dir, "data"))
+	if _, err := a.Install(rel, m.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.slow/*"],"task":"agent"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
+		         "agent":{"commands":["test.*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, dir)
+	names, _ := listAll(t, cs)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: names[0]})
+	if err == nil {
+		t.Fatal("a cancelled call returned a result")
+	}
+	host := client.NewLocal(filepath.Join(dir, "data"))
+	for {
+		invs, err := host.Invocations(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(invs) == 1 && !invs[0].Open() {
+			if invs[0].Outcome != "cancelled" || invs[0].Reason != "client_cancelled" {
+				t.Errorf("recorded %s/%s, want cancelled/client_cancelled", invs[0].Outcome, invs[0].Reason)
+			}
+			break
+		}
+		if time.Since(start) > 15*time.Second {
+			t.Fatal("the cancelled invocation was never finalized")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
