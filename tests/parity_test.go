@@ -1,0 +1,197 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/app"
+	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/trust"
+)
+
+// echo returns the typed inputs it received ({id: {value, explicit}}) as
+// its structured result, so both doors can be compared on what the
+// command actually got.
+const echoProgram = `#!/bin/sh
+exec python3 -c '
+import json, os
+ch = os.fdopen(3, "r+b", buffering=0)
+frame = json.loads(ch.readline())
+report = {"type": "complete", "token": os.environ["RUKH_IPC_TOKEN"], "status": "succeeded",
+          "commandResult": {"kind": "structured", "data": frame["inputs"]}}
+ch.write(json.dumps(report).encode() + b"\n")
+'
+`
+
+func inputSchema(valueSchema string) string {
+	return `{"type":"object","properties":{"value":` + valueSchema + `,"explicit":{"type":"boolean"}},"required":["value","explicit"],"additionalProperties":false}`
+}
+
+var echoDescriptor = `{"schema":"rukh.extension/2","package":"test.echo","version":"1.0.0","publisher":"test","commands":[
+ {"id":"echo","path":["echo"],"summary":"Echo the typed inputs",
+  "inputs":[
+   {"id":"count","type":"integer","minimum":-5,"maximum":9007199254740993,"default":1},
+   {"id":"ratio","type":"number"},
+   {"id":"amount","type":"decimal","minimum":"0"},
+   {"id":"tags","flag":"tag","type":"list","items":{"type":"string","maxLength":8},"maxItems":3},
+   {"id":"verbose","type":"boolean","default":false},
+   {"id":"env","type":"string","enum":["stage","prod"],"required":true},
+   {"id":"name","positional":0,"type":"string","maxLength":5}],
+  "execute":{"mapping":"managed","program":"bin/echo","result":{"kind":"structured","schema":
+   {"type":"object","properties":{
+     "count":` + inputSchema(`{"type":"integer"}`) + `,
+     "ratio":` + inputSchema(`{"type":"number"}`) + `,
+     "amount":` + inputSchema(`{"type":"string"}`) + `,
+     "tags":` + inputSchema(`{"type":"array","items":{"type":"string"},"maxItems":3}`) + `,
+     "verbose":` + inputSchema(`{"type":"boolean"}`) + `,
+     "env":` + inputSchema(`{"type":"string"}`) + `,
+     "name":` + inputSchema(`{"type":"string"}`) + `},
+    "additionalProperties":false}}},
+  "machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`
+
+// TestParity runs one table of intents through the CLI and through MCP
+// and requires the same outcome and, on success, the same typed inputs as
+// the command received them (stitchkit seed: CLI ≡ MCP).
+func TestParity(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the echo extension needs python3 (.ci/run installs it)")
+	}
+	dir := t.TempDir()
+	rel := filepath.Join(dir, "src")
+	for name, content := range map[string]string{"bin/echo": echoProgram, "rukh-extension.json": echoDescriptor} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(rel, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(rel, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := trust.BuildManifest(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	a := admin.New(filepath.Join(home, "data"))
+	if _, err := a.Install(rel, m.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.echo/*"],"task":"owner"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The MCP door: a go-sdk client over an in-memory transport.
+	ctx := context.Background()
+	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(home, "data")), Binding: mcp.Binding{Task: "owner"}, Name: "rukh", Version: "test"})
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "parity", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != 1 {
+		t.Fatalf("tools: %v %v", list, err)
+	}
+	tool := list.Tools[0].Name
+
+	tests := []struct {
+		name    string
+		cli     []string
+		mcp     string
+		outcome string // "succeeded" or the refusal reason
+	}{
+		{"defaults", []string{"--env", "stage"}, `{"env":"stage"}`, "succeeded"},
+		{"every type", []string{"--env", "prod", "--count", "7", "--ratio", "0.25", "--amount", "12.50", "--tag", "a", "--tag", "b", "--verbose", "ana"},
+			`{"env":"prod","count":7,"ratio":0.25,"amount":"12.50","tags":["a","b"],"verbose":true,"name":"ana"}`, "succeeded"},
+		{"integer past 2^53", []string{"--env", "stage", "--count", "9007199254740993"}, `{"env":"stage","count":9007199254740993}`, "succeeded"},
+		{"integral 5.0", []string{"--env", "stage", "--count", "5.0"}, `{"env":"stage","count":5.0}`, "succeeded"},
+		{"explicit default", []string{"--env", "stage", "--count", "1", "--verbose=false"}, `{"env":"stage","count":1,"verbose":false}`, "succeeded"},
+		{"unicode length", []string{"--env", "stage", "ééééé"}, `{"env":"stage","name":"ééééé"}`, "succeeded"},
+		{"not an integer", []string{"--env", "stage", "--count", "1.5"}, `{"env":"stage","count":1.5}`, "invalid_input"},
+		{"out of range", []string{"--env", "stage", "--count", "9223372036854775808"}, `{"env":"stage","count":9223372036854775808}`, "invalid_input"},
+		{"below minimum", []string{"--env", "stage", "--count", "-6"}, `{"env":"stage","count":-6}`, "invalid_input"},
+		{"number overflow", []string{"--env", "stage", "--ratio", "1e400"}, `{"env":"stage","ratio":1e400}`, "invalid_input"},
+		{"bad decimal", []string{"--env", "stage", "--amount", "1e5"}, `{"env":"stage","amount":"1e5"}`, "invalid_input"},
+		{"negative decimal", []string{"--env", "stage", "--amount", "-0.01"}, `{"env":"stage","amount":"-0.01"}`, "invalid_input"},
+		{"not in enum", []string{"--env", "dev"}, `{"env":"dev"}`, "invalid_input"},
+		{"missing required", []string{}, `{}`, "invalid_input"},
+		{"string too long", []string{"--env", "stage", "abcdef"}, `{"env":"stage","name":"abcdef"}`, "invalid_input"},
+		{"too many items", []string{"--env", "stage", "--tag", "a", "--tag", "b", "--tag", "c", "--tag", "d"}, `{"env":"stage","tags":["a","b","c","d"]}`, "invalid_input"},
+		{"item too long", []string{"--env", "stage", "--tag", "abcdefghi"}, `{"env":"stage","tags":["abcdefghi"]}`, "invalid_input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// CLI: the real entry point, in process.
+			var out, errOut bytes.Buffer
+			status := app.Run(ctx, app.Rukh, append([]string{"echo", "--json"}, tt.cli...),
+				cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+				[]string{"RUKH_HOME=" + home, "PATH=" + os.Getenv("PATH")})
+
+			// MCP.
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(tt.mcp)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The text block carries the envelope's exact bytes; the SDK
+			// client decodes structuredContent into float64s.
+			raw := []byte(res.Content[0].(*sdk.TextContent).Text)
+			var env struct {
+				Outcome       string `json:"outcome"`
+				Reason        string `json:"reason"`
+				CommandResult *struct {
+					Data json.RawMessage `json:"data"`
+				} `json:"commandResult"`
+			}
+			if err := json.Unmarshal(raw, &env); err != nil {
+				t.Fatal(err)
+			}
+
+			if tt.outcome == "succeeded" {
+				if status != 0 || env.Outcome != "succeeded" {
+					t.Fatalf("CLI exit %d (%s), MCP %s/%s", status, &errOut, env.Outcome, env.Reason)
+				}
+				if !sameJSON(t, out.Bytes(), env.CommandResult.Data) {
+					t.Errorf("the command received different inputs:\nCLI %s\nMCP %s", out.Bytes(), env.CommandResult.Data)
+				}
+				return
+			}
+			if status != cli.ExitUsage || env.Outcome != "rejected" || env.Reason != tt.outcome {
+				t.Errorf("CLI exit %d (%s), MCP %s/%s; want exit 2 and rejected/%s", status, &errOut, env.Outcome, env.Reason, tt.outcome)
+			}
+		})
+	}
+}
+
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	dx := json.NewDecoder(bytes.NewReader(a))
+	dx.UseNumber()
+	dy := json.NewDecoder(bytes.NewReader(b))
+	dy.UseNumber()
+	if err := dx.Decode(&x); err != nil {
+		t.Fatalf("CLI output %q: %v", a, err)
+	}
+	if err := dy.Decode(&y); err != nil {
+		t.Fatalf("MCP data %q: %v", b, err)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
