@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,21 +56,83 @@ type Options struct {
 	Diagnostics io.Writer
 }
 
-// NewServer returns an MCP server whose tools come from the Host's
-// projection per request: a receiving middleware answers tools/list and
-// tools/call, so no tool is registered statically.
-func NewServer(opts Options) *sdk.Server {
+// Server is an MCP server whose tools come from the Host's projection per
+// request: a receiving middleware answers tools/list and tools/call, so no
+// tool is registered statically.
+type Server struct {
+	*sdk.Server
+	a *adapter
+}
+
+// NewServer returns a Server for opts.
+func NewServer(opts Options) *Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 		Logger:       opts.Logger,
 	})
-	a := &adapter{opts: opts}
+	life, stop := context.WithCancel(context.Background())
+	a := &adapter{opts: opts, life: life, stop: stop}
 	s.AddReceivingMiddleware(a.middleware)
-	return s
+	return &Server{Server: s, a: a}
+}
+
+// Run serves one session on t until the client goes away (EOF on stdin, a
+// broken stdout, a closed transport) or ctx ends; then it stops every
+// invocation still running and waits until each is finalized.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	err := s.Server.Run(ctx, endNotifier{t, s.a.stop})
+	s.a.stop()
+	s.a.inflight.Wait()
+	return err
+}
+
+// endNotifier calls end as soon as its connection cannot be read or
+// written any more, so running invocations are stopped at once rather
+// than when the SDK has drained its handlers.
+type endNotifier struct {
+	sdk.Transport
+	end func()
+}
+
+func (n endNotifier) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := n.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return endConn{c, n.end}, nil
+}
+
+type endConn struct {
+	sdk.Connection
+	end func()
+}
+
+func (c endConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.end()
+	}
+	return m, err
+}
+
+func (c endConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, m)
+	if err != nil {
+		c.end()
+	}
+	return err
+}
+
+func (c endConn) Close() error {
+	c.end()
+	return c.Connection.Close()
 }
 
 type adapter struct {
-	opts Options
+	opts     Options
+	life     context.Context // ends when the session does
+	stop     context.CancelFunc
+	inflight sync.WaitGroup
 }
 
 func (a *adapter) middleware(next sdk.MethodHandler) sdk.MethodHandler {
@@ -204,6 +267,13 @@ func errUnknownTool(name string) error {
 }
 
 func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result, error) {
+	// An invocation ends with its request (notifications/cancelled) or with
+	// the session, whichever comes first.
+	a.inflight.Add(1)
+	defer a.inflight.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(a.life, cancel)()
 	name := req.Params.Name
 	p, tools, err := a.visible(ctx)
 	if err != nil {

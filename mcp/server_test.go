@@ -2,12 +2,14 @@ package mcp_test
 
 import (
 	"context"
+	"io"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,5 +268,117 @@ func TestClientCancel(t *testing.T) {
 			t.Fatal("the cancelled invocation was never finalized")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// slowHome is a home whose agent task runs a slow tool with
+// maxConcurrent 4.
+func slowHome(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	rel := filepath.Join(dir, "slow")
+	write(t, filepath.Join(rel, "bin", "slow"), "#!/bin/sh\nsleep 1\n"+reportText+"\n", 0o755)
+	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.slow","version":"1.0.0","publisher":"test","commands":[
+		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
+	m, err := trust.BuildManifest(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := admin.New(filepath.Join(dir, "data"))
+	if _, err := a.Install(rel, m.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.slow/*"],"task":"agent"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
+		         "agent":{"commands":["test.*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// 100 concurrent calls against maxConcurrent 4: at most 4 run, the rest
+// are refused as busy at once — nothing queues.
+func TestConcurrencyLimit(t *testing.T) {
+	dir := slowHome(t)
+	cs := connect(t, dir)
+	names, _ := listAll(t, cs)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[0]})
+			key := "error"
+			if err == nil {
+				raw, _ := json.Marshal(res.StructuredContent)
+				var env struct{ Outcome, Reason string }
+				json.Unmarshal(raw, &env)
+				key = env.Outcome + "/" + env.Reason
+			}
+			mu.Lock()
+			counts[key]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if counts["succeeded/"] < 1 || counts["succeeded/"] > 4 || counts["succeeded/"]+counts["rejected/busy"] != 100 {
+		t.Errorf("outcomes %v: want at most 4 succeeded and the rest rejected/busy", counts)
+	}
+	if elapsed := time.Since(start); elapsed > 30*time.Second {
+		t.Errorf("took %s: calls queued", elapsed) // a hang guard, not a speed check
+	}
+}
+
+// A client that disconnects mid-call stops the command; its outcome is
+// committed once.
+func TestDisconnectMidCall(t *testing.T) {
+	dir := slowHome(t)
+	// Serve with Run over pipes, as `rukh mcp` serves stdio, so that
+	// closing the client's pipe is EOF on the server's stdin.
+	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	toServer, fromClient := io.Pipe()
+	toClient, fromServer := io.Pipe()
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(context.Background(), &sdk.IOTransport{Reader: toServer, Writer: fromServer}) }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
+		&sdk.IOTransport{Reader: toClient, Writer: fromClient}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := listAll(t, cs)
+	go cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[0]})
+	host := client.NewLocal(filepath.Join(dir, "data"))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		invs, _ := host.Invocations(context.Background(), 1)
+		if len(invs) == 1 && invs[0].Open() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fromClient.Close() // EOF on the server's stdin
+	select {
+	case <-ran:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the server did not end with its session")
+	}
+	for {
+		invs, _ := host.Invocations(context.Background(), 1)
+		if len(invs) == 1 && !invs[0].Open() {
+			if invs[0].Outcome != "cancelled" || invs[0].Reason != "client_cancelled" {
+				t.Errorf("recorded %s/%s, want cancelled/client_cancelled", invs[0].Outcome, invs[0].Reason)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call was never finalized after the disconnect")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
