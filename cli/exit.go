@@ -39,7 +39,7 @@ func OutcomeStatus(o *invoke.Outcome) int {
 			return ExitUsage
 		case invoke.ReasonDenied:
 			return ExitDenied
-		case invoke.ReasonBusy:
+		case invoke.ReasonBusy, invoke.ReasonStoreUnavailable:
 			return ExitTempFail
 		default: // unsupported, interaction_required
 			return ExitUnavailable

@@ -45,7 +45,8 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (*Outcome, e
 			out.InvocationID = inv.ID
 			return out, c.recordRejected(t, req, ad, out)
 		}
-		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonHostLost, Message: err.Error()}, err
+		// Nothing ran and nothing could be recorded.
+		return &Outcome{Outcome: Rejected, Reason: ReasonStoreUnavailable, Message: err.Error()}, err
 	}
 	out = c.run(ctx, t, req, inv.ID, ad)
 	out.InvocationID = inv.ID

@@ -41,6 +41,7 @@ const (
 	ReasonClientCancelled     = "client_cancelled"
 	ReasonInterrupted         = "interrupted"
 	ReasonHostLost            = "host_lost"
+	ReasonStoreUnavailable    = "store_unavailable"
 )
 
 // Transports.
@@ -62,7 +63,9 @@ type Core struct {
 
 // New returns a Core for dataDir with default settings.
 func New(dataDir string) *Core {
-	return &Core{DataDir: dataDir, Grace: 2 * time.Second, Now: time.Now}
+	// The store is locked only for short transactions, but many calls at
+	// once queue on it: wait longer than an owner command would.
+	return &Core{DataDir: dataDir, StoreTimeout: 10 * time.Second, Grace: 2 * time.Second, Now: time.Now}
 }
 
 func (c *Core) storePath() string { return c.DataDir + "/store.db" }

@@ -86,9 +86,11 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return err
 }
 
-// endNotifier calls end as soon as its connection cannot be read or
-// written any more, so running invocations are stopped at once rather
-// than when the SDK has drained its handlers.
+// endNotifier wraps the session's connection: it calls end as soon as the
+// connection cannot be read or written any more, so running invocations
+// are stopped at once rather than when the SDK has drained its handlers;
+// and it drops the response to a request the client cancelled, which MCP
+// says must not be answered (the SDK would answer it).
 type endNotifier struct {
 	sdk.Transport
 	end func()
@@ -99,23 +101,56 @@ func (n endNotifier) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return endConn{c, n.end}, nil
+	return &endConn{Connection: c, end: n.end, cancelled: map[string]bool{}}, nil
 }
+
+// maxCancelled bounds the remembered cancelled request ids (a client may
+// cancel ids that were never pending).
+const maxCancelled = 1024
 
 type endConn struct {
 	sdk.Connection
-	end func()
+	end       func()
+	mu        sync.Mutex
+	cancelled map[string]bool
 }
 
-func (c endConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func idKey(id any) string { return fmt.Sprintf("%v", id) }
+
+func (c *endConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	if err != nil {
 		c.end()
+		return m, err
 	}
-	return m, err
+	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "notifications/cancelled" {
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil && p.RequestID != nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.mu.Lock()
+				if len(c.cancelled) >= maxCancelled {
+					clear(c.cancelled)
+				}
+				c.cancelled[idKey(id.Raw())] = true
+				c.mu.Unlock()
+			}
+		}
+	}
+	return m, nil
 }
 
-func (c endConn) Write(ctx context.Context, m jsonrpc.Message) error {
+func (c *endConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if resp, ok := m.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		drop := c.cancelled[idKey(resp.ID.Raw())]
+		delete(c.cancelled, idKey(resp.ID.Raw()))
+		c.mu.Unlock()
+		if drop {
+			return nil
+		}
+	}
 	err := c.Connection.Write(ctx, m)
 	if err != nil {
 		c.end()
@@ -123,7 +158,7 @@ func (c endConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	return err
 }
 
-func (c endConn) Close() error {
+func (c *endConn) Close() error {
 	c.end()
 	return c.Connection.Close()
 }
@@ -185,7 +220,8 @@ func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	start := 0
-	if c := req.Params.Cursor; c != "" {
+	if req.Params != nil && req.Params.Cursor != "" {
+		c := req.Params.Cursor
 		pos, ok := readCursor(key, c, p.Revision, a.opts.Binding.Task)
 		if !ok || pos > len(tools) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,

@@ -84,6 +84,10 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, c.stopErr()
 		case f, ok := <-c.frames:
 			if !ok {
+				if c.stopped() {
+					// The read failed because the transport closed r.
+					return nil, c.stopErr()
+				}
 				return nil, c.readErr
 			}
 			if msg := c.check(f); msg != nil {
