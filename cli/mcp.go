@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"os"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/mcp/guard"
 	"github.com/spf13/cobra"
 )
 
@@ -55,14 +55,12 @@ command diagnostics go to stderr or --log-file.`,
 				Logger:      logger,
 				Diagnostics: logw,
 			})
-			return srv.Run(cmd.Context(), &sdk.IOTransport{Reader: io.NopCloser(f.IO.In), Writer: nopWriteCloser{f.IO.Out}})
+			// The outer guard checks every message's bytes before the SDK
+			// decodes anything and bounds what is written back.
+			return srv.Run(cmd.Context(), guard.Stdio(f.IO.In, f.IO.Out, guard.DefaultLimits(), logger))
 		},
 	}
 	cmd.Flags().StringVar(&task, "task", "", "the task preset every call runs under (default: the profile's mcp.task)")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write logs and command diagnostics here instead of stderr")
 	return cmd
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

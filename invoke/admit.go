@@ -90,9 +90,11 @@ func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
 			m, verr = values.FromCLI(cmd.Specs(), req.CLIInputs)
 		}
 		if verr != nil {
-			out := rejected(ReasonInvalidInput, "%s", verr.Message)
-			out.Message = describeInputError(cmd, verr)
-			return ad, out
+			if req.Transport == TransportMCP {
+				// An agent names properties, not flags.
+				return ad, rejected(ReasonInvalidInput, "property %q: %s", verr.Input, verr.Message)
+			}
+			return ad, rejected(ReasonInvalidInput, "%s", describeInputError(cmd, verr))
 		}
 		ad.inputs = m
 	}

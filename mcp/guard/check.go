@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -22,6 +23,10 @@ const (
 // maxErrorText bounds the message of an error response and of a log entry:
 // a strictjson error can quote a member name of any length.
 const maxErrorText = 512
+
+// maxLoggedRefusals is how many refusals a connection logs one by one;
+// later ones are only counted, and the count is logged when it closes.
+const maxLoggedRefusals = 64
 
 // maxSafeInteger is 2^53−1, the largest integer a float64 holds exactly.
 const maxSafeInteger = 1<<53 - 1
@@ -99,13 +104,18 @@ func (c *conn) inspect(f frame) (jsonrpc.Message, *refusal) {
 
 // refuse logs r and answers it when it should be answered.
 func (c *conn) refuse(f frame, r *refusal) {
-	text := truncate(r.text, maxErrorText)
-	idText := "null"
-	if r.id != nil {
-		idText = truncate(string(r.id), 64)
+	text := truncate(strings.ToValidUTF8(r.text, "\uFFFD"), maxErrorText)
+	switch n := c.refused.Add(1); {
+	case n <= maxLoggedRefusals:
+		idText := "null"
+		if r.id != nil {
+			idText = truncate(string(r.id), 64)
+		}
+		c.log.Warn("mcp guard: refused an incoming message",
+			"code", r.name, "bytes", f.size, "id", idText, "answered", r.answer, "error", text)
+	case n == maxLoggedRefusals+1:
+		c.log.Warn("mcp guard: refusing more messages; counting them without logging each")
 	}
-	c.log.Warn("mcp guard: refused an incoming message",
-		"code", r.name, "bytes", f.size, "id", idText, "answered", r.answer, "error", text)
 	if !r.answer {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -51,6 +52,8 @@ type conn struct {
 	stopOnce  sync.Once
 	reason    error // why, or nil for Close; set before stop is closed
 	closeOnce sync.Once
+
+	refused atomic.Int64 // refused lines, for the log
 
 	readDone, writeDone chan struct{} // closed when the loops return (tests wait on them)
 }
@@ -200,6 +203,9 @@ func (c *conn) shutdown(reason error) {
 		close(c.stop)
 		if reason != nil {
 			c.log.Warn("mcp guard: closing the transport", "reason", reason.Error())
+		}
+		if n := c.refused.Load(); n > maxLoggedRefusals {
+			c.log.Warn("mcp guard: refused messages on this connection", "total", n)
 		}
 		if rc, ok := c.r.(io.Closer); ok {
 			_ = rc.Close()

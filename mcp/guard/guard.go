@@ -73,7 +73,9 @@
 // process. When w has a SetWriteDeadline method (a net.Conn, a pollable
 // file), closing sets the deadline to now so that a blocked write returns.
 //
-// Refusals and closes are logged to the given logger, never to w.
+// Refusals and closes are logged to the given logger, never to w: the
+// first 64 refusals of a connection one by one, later ones only as a count
+// when it closes.
 package guard
 
 import (

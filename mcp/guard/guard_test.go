@@ -616,3 +616,37 @@ func TestTruncate(t *testing.T) {
 		t.Error("truncate cut a short string")
 	}
 }
+
+// TestRefusalLog checks that refusals go to the logger, never to the
+// output, and that a flood of them is counted rather than logged line by
+// line.
+func TestRefusalLog(t *testing.T) {
+	var logs lockedBuffer
+	var out lockedBuffer
+	lim := testLimits()
+	lim.QueueMessages = 1000
+	in := strings.Repeat("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",}\n", maxLoggedRefusals+10)
+	mc, err := Stdio(strings.NewReader(in), &out, lim, slog.New(slog.NewTextHandler(&logs, nil))).Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mc.(*conn)
+	if _, err := c.Read(t.Context()); err != io.EOF {
+		t.Fatalf("Read = %v, want io.EOF", err)
+	}
+	c.Close()
+	waitDone(t, c.writeDone, "write")
+	if n := strings.Count(out.buf.String(), `"error":{"code":-32700`); n != maxLoggedRefusals+10 {
+		t.Errorf("%d answers, want %d", n, maxLoggedRefusals+10)
+	}
+	if strings.Contains(out.buf.String(), "level=") {
+		t.Error("a log entry reached the output")
+	}
+	l := logs.buf.String()
+	if n := strings.Count(l, "refused an incoming message"); n != maxLoggedRefusals {
+		t.Errorf("%d refusals logged one by one, want %d", n, maxLoggedRefusals)
+	}
+	if !strings.Contains(l, "without logging each") || !strings.Contains(l, fmt.Sprintf("total=%d", maxLoggedRefusals+10)) {
+		t.Errorf("no summary in the log:\n%s", l)
+	}
+}
