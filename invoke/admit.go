@@ -53,6 +53,21 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (*Outcome, e
 	return out, c.finish(inv.ID, out)
 }
 
+// detail is what the record keeps besides the outcome: the message, and
+// how much drained output there was and how much of it was dropped.
+func detail(out *Outcome) string {
+	d := out.Diagnostics
+	if d.StdoutBytes+d.StderrBytes == 0 {
+		return out.Message
+	}
+	s := fmt.Sprintf("drained output: stdout %d bytes (%d dropped), stderr %d bytes (%d dropped)",
+		d.StdoutBytes, d.StdoutDropped, d.StderrBytes, d.StderrDropped)
+	if out.Message != "" {
+		s = out.Message + "; " + s
+	}
+	return s
+}
+
 // admit checks support, inputs and authorization, and picks the task
 // preset. A non-nil Outcome is a refusal.
 func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
@@ -200,7 +215,7 @@ func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outco
 // finish commits the outcome; the first committed outcome stands.
 func (c *Core) finish(id string, out *Outcome) error {
 	return c.update(func(tx *store.Tx) error {
-		_, err := tx.FinishInvocation(id, out.Outcome, out.Reason, out.ExitStatus, out.Message, c.Now().UTC())
+		_, err := tx.FinishInvocation(id, out.Outcome, out.Reason, out.ExitStatus, detail(out), c.Now().UTC())
 		return err
 	})
 }

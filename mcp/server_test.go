@@ -404,3 +404,28 @@ func TestDisconnectMidCall(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Compact naming works end to end: every listed name fits 52 characters
+// (64 with a client prefix like mcp__rukh__) and is callable.
+func TestCompactNames(t *testing.T) {
+	dir, a := home(t, 3, "test.*/*")
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.tools/*"],"task":"agent","naming":"compact"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":5000,"maxConcurrent":4,"enforcement":"host"},
+		         "agent":{"commands":["test.*/*"],"deadlineMs":5000,"maxConcurrent":4,"enforcement":"host","allow":[{"action":"deploy.read","resource":"env:stage"}]}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, dir)
+	names, _ := listAll(t, cs)
+	if len(names) != 3 {
+		t.Fatalf("%d tools", len(names))
+	}
+	for _, n := range names {
+		if len(n) > 52 {
+			t.Errorf("compact name %q is %d characters", n, len(n))
+		}
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[0]})
+	if err != nil || res.IsError {
+		t.Fatalf("calling a compact name: %v %v", err, res)
+	}
+}

@@ -105,4 +105,14 @@ func TestMCPProcess(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// The drained output is counted in the invocation records, for the owner.
+	list := exec.Command(rukh, "invocations", "list", "--json", "-n", "6")
+	list.Env = cmd.Env
+	out, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "stdout 3000000 bytes (2934464 dropped)") {
+		t.Errorf("the records do not show the drained output:\n%s", out)
+	}
 }
