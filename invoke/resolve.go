@@ -181,14 +181,14 @@ func (c *Core) ResolveCommand(rev uint64, digest string, cmd int) (*Target, erro
 	return t, err
 }
 
-// Secret returns the store's per-store secret (for cursor integrity), or
-// nil before the store exists.
+// Secret returns the store's per-store secret (for cursor integrity).
 func (c *Core) Secret() ([]byte, error) {
 	var s []byte
 	err := c.view(func(tx *store.Tx) error {
-		if tx != nil {
-			s = tx.Secret()
+		if tx == nil {
+			return errors.New("no store yet: nothing is installed")
 		}
+		s = tx.Secret()
 		return nil
 	})
 	return s, err

@@ -168,6 +168,23 @@ type adapter struct {
 	life     context.Context // ends when the session does
 	stop     context.CancelFunc
 	inflight sync.WaitGroup
+
+	keyMu sync.Mutex
+	key   []byte // the cursor key; the store secret never changes
+}
+
+// cursorKey reads the cursor key once per process.
+func (a *adapter) cursorKey(ctx context.Context) ([]byte, error) {
+	a.keyMu.Lock()
+	defer a.keyMu.Unlock()
+	if a.key == nil {
+		k, err := a.opts.Host.CursorKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a.key = k
+	}
+	return a.key, nil
 }
 
 func (a *adapter) middleware(next sdk.MethodHandler) sdk.MethodHandler {
@@ -215,14 +232,13 @@ func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 	if err != nil {
 		return nil, err
 	}
-	key, err := a.opts.Host.CursorKey(ctx)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-	}
 	start := 0
 	if req.Params != nil && req.Params.Cursor != "" {
-		c := req.Params.Cursor
-		pos, ok := readCursor(key, c, p.Revision, a.opts.Binding.Task)
+		key, err := a.cursorKey(ctx)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		pos, ok := readCursor(key, req.Params.Cursor, p.Revision, a.opts.Binding.Task)
 		if !ok || pos > len(tools) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 				Message: "the cursor is invalid or from an older tool list (the profile changed); list the tools again from the start"}
@@ -242,6 +258,10 @@ func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 		res.Tools = append(res.Tools, t)
 	}
 	if end < len(tools) {
+		key, err := a.cursorKey(ctx)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
 		res.NextCursor = makeCursor(key, p.Revision, a.opts.Binding.Task, end)
 	}
 	return res, nil

@@ -1,0 +1,203 @@
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/trust"
+)
+
+// benchHome installs n exposed, eligible commands (packages of 500) whose
+// program reports success at once.
+func benchHome(b *testing.B, n int) (string, string) {
+	b.Helper()
+	dir := b.TempDir()
+	a := admin.New(filepath.Join(dir, "data"))
+	var expose []string
+	prog := ""
+	for pkg := 0; pkg*500 < n; pkg++ {
+		rel := filepath.Join(dir, fmt.Sprintf("p%d", pkg))
+		var cmds []string
+		for i := pkg * 500; i < min(n, (pkg+1)*500); i++ {
+			cmds = append(cmds, fmt.Sprintf(`{"id":"c%d","path":["p%d","c%d"],"summary":"Command %d","description":"Does thing %d.",
+				"inputs":[{"id":"count","type":"integer","minimum":1,"maximum":5,"default":1,"description":"How many"},{"id":"name","type":"string","maxLength":40}],
+				"execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"structured","schema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],"additionalProperties":false}}},
+				"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}`, i, pkg, i, i, i))
+		}
+		prog = filepath.Join(rel, "bin", "ok")
+		writeB(b, prog, "#!/bin/sh\nprintf '{\"type\":\"complete\",\"token\":\"%s\",\"status\":\"succeeded\",\"commandResult\":{\"kind\":\"structured\",\"data\":{\"ok\":true}}}\\n' \"$RUKH_IPC_TOKEN\" >&3\n", 0o755)
+		writeB(b, filepath.Join(rel, "rukh-extension.json"), fmt.Sprintf(`{"schema":"rukh.extension/2","package":"bench.p%d","version":"1.0.0","publisher":"bench","commands":[%s]}`, pkg, strings.Join(cmds, ",")), 0o644)
+		m, err := trust.BuildManifest(rel)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.Install(rel, m.Digest()); err != nil {
+			b.Fatal(err)
+		}
+		expose = append(expose, fmt.Sprintf("%q", fmt.Sprintf("bench.p%d/*", pkg)))
+	}
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"b","cli":{"task":"owner"},"mcp":{"expose":[` + strings.Join(expose, ",") + `],"task":"agent"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"},
+		         "agent":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
+		b.Fatal(err)
+	}
+	return dir, prog
+}
+
+func writeB(b *testing.B, name, content string, mode os.FileMode) {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), mode); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func session(b *testing.B, srv *sdk.Server) *sdk.ClientSession {
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func listAllB(b *testing.B, cs *sdk.ClientSession) int {
+	n, cursor := 0, ""
+	for {
+		res, err := cs.ListTools(context.Background(), &sdk.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(res.Tools)
+		if res.NextCursor == "" {
+			return n
+		}
+		cursor = res.NextCursor
+	}
+}
+
+// BenchmarkList lists 2,000 exposed tools, every page, from rukh's
+// projection (32 a page, computed per request from the cached revision)
+// and from the go-sdk's own static registry holding the same tools.
+func BenchmarkList(b *testing.B) {
+	dir, _ := benchHome(b, 2000)
+	host := client.NewLocal(filepath.Join(dir, "data"))
+	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+	p, _, err := host.Projection(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	static := sdk.NewServer(&sdk.Implementation{Name: "static", Version: "bench"}, nil)
+	for _, t := range p.Tools {
+		static.AddTool(&sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: json.RawMessage(t.InputSchema), OutputSchema: json.RawMessage(t.OutputSchema)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+	}
+	sc := session(b, static)
+	b.Run("rukh", func(b *testing.B) {
+		for b.Loop() {
+			if n := listAllB(b, rukh); n != 2000 {
+				b.Fatalf("%d tools", n)
+			}
+		}
+	})
+	b.Run("static-registry", func(b *testing.B) {
+		for b.Loop() {
+			if n := listAllB(b, sc); n != 2000 {
+				b.Fatalf("%d tools", n)
+			}
+		}
+	})
+}
+
+// BenchmarkCall calls a trivial extension through rukh (admit, durable
+// begin record, run, validate, durable outcome record) against a go-sdk
+// static tool that fork/execs the same program with a prepared channel,
+// and against that fork/exec alone.
+func BenchmarkCall(b *testing.B) {
+	dir, prog := benchHome(b, 10)
+	host := client.NewLocal(filepath.Join(dir, "data"))
+	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+	p, _, err := host.Projection(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := p.Tools[0].Name
+	static := sdk.NewServer(&sdk.Implementation{Name: "static", Version: "bench"}, nil)
+	static.AddTool(&sdk.Tool{Name: "ok", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			line := forkExec(b, prog)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line}}}, nil
+		})
+	sc := session(b, static)
+	b.Run("rukh", func(b *testing.B) {
+		for b.Loop() {
+			res, err := rukh.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{"count": 2}})
+			if err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
+		}
+	})
+	b.Run("static-tool-fork-exec", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := sc.CallTool(context.Background(), &sdk.CallToolParams{Name: "ok"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fork-exec", func(b *testing.B) {
+		for b.Loop() {
+			forkExec(b, prog)
+		}
+	})
+}
+
+// forkExec runs prog with a prepared rukh.ipc/1 channel and returns its
+// completion line: the floor of any call.
+func forkExec(b *testing.B, prog string) string {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	parent, child := os.NewFile(uintptr(fds[0]), "p"), os.NewFile(uintptr(fds[1]), "c")
+	conn, err := net.FileConn(parent)
+	parent.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	cmd := exec.Command(prog)
+	cmd.ExtraFiles = []*os.File{child}
+	cmd.Env = []string{extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	child.Close()
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Wait()
+	return line
+}
