@@ -38,10 +38,12 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./trust/
 	$(GO) test -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./extproto/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseInvoke$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./extproto/
+	$(GO) test -run='^$$' -fuzz='^FuzzGuardRead$$' -fuzztime=$(FUZZTIME) ./mcp/guard/
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/ ./store/ ./projection/ ./extproto/ ./invoke/
+	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/ ./store/ ./projection/ ./extproto/ ./invoke/ ./mcp/guard/
 	$(GO) test -run='^$$' -bench=BenchmarkCLI -benchtime=40x -count=5 ./tests/
+	$(GO) test -run='^$$' -bench='BenchmarkList|BenchmarkCall' -benchtime=20x -count=5 ./mcp/
 
 clean:
 	rm -rf $(BIN) $(DEMOHOME)
