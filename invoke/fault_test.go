@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
-	"github.com/rukh-cli/rukh/trust"
 )
 
 // complete prints a completion report to fd 3 using the real token.
@@ -64,14 +64,7 @@ func setupB(t testing.TB) (*invoke.Core, string) {
 		write(t, filepath.Join(rel, "bin", h.id), "#!/bin/sh\n"+h.script+"\n", 0o755)
 	}
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.hostile","version":"1.0.0","publisher":"test","commands":[`+strings.Join(cmds, ",")+`]}`, 0o644)
-	m, err := trust.BuildManifest(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := admin.New(filepath.Join(home, "data"))
-	if _, err := a.Install(rel, m.Digest()); err != nil {
-		t.Fatal(err)
-	}
+	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":1500,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
 		t.Fatal(err)
@@ -220,14 +213,7 @@ func TestAccessRules(t *testing.T) {
 	  "commands":[{"id":"read","path":["acc"],"summary":"s","inputs":[{"id":"env","type":"string","required":true}],
 	    "execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}},
 	    "access":[{"action":"deploy.read","resource":"env:{env}"}]}]}`, 0o644)
-	m, err := trust.BuildManifest(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := admin.New(filepath.Join(home, "data"))
-	if _, err := a.Install(rel, m.Digest()); err != nil {
-		t.Fatal(err)
-	}
+	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
 		"tasks":{"owner":{"commands":["test.*/*"],"deadlineMs":5000,"maxConcurrent":1,"enforcement":"host",
 		  "allow":[{"action":"deploy.read","resource":"env:stage"}]}}}`)); err != nil {

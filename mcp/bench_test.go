@@ -1,24 +1,19 @@
 package mcp_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
-	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/mcp"
-	"github.com/rukh-cli/rukh/trust"
 )
 
 // benchHome installs n exposed, eligible commands (packages of 500) whose
@@ -41,13 +36,7 @@ func benchHome(b *testing.B, n int) (string, string) {
 		prog = filepath.Join(rel, "bin", "ok")
 		writeB(b, prog, "#!/bin/sh\nprintf '{\"type\":\"complete\",\"token\":\"%s\",\"status\":\"succeeded\",\"commandResult\":{\"kind\":\"structured\",\"data\":{\"ok\":true}}}\\n' \"$RUKH_IPC_TOKEN\" >&3\n", 0o755)
 		writeB(b, filepath.Join(rel, "rukh-extension.json"), fmt.Sprintf(`{"schema":"rukh.extension/2","package":"bench.p%d","version":"1.0.0","publisher":"bench","commands":[%s]}`, pkg, strings.Join(cmds, ",")), 0o644)
-		m, err := trust.BuildManifest(rel)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := a.Install(rel, m.Digest()); err != nil {
-			b.Fatal(err)
-		}
+		testhome.InstallPinned(b, filepath.Join(dir, "data"), rel)
 		expose = append(expose, fmt.Sprintf("%q", fmt.Sprintf("bench.p%d/*", pkg)))
 	}
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"b","cli":{"task":"owner"},"mcp":{"expose":[` + strings.Join(expose, ",") + `],"task":"agent"},
@@ -112,7 +101,9 @@ func BenchmarkList(b *testing.B) {
 	for _, t := range p.Tools {
 		static.AddTool(&sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchema: json.RawMessage(t.InputSchema), OutputSchema: json.RawMessage(t.OutputSchema)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{}, nil
+			})
 	}
 	sc := session(b, static)
 	b.Run("rukh", func(b *testing.B) {
@@ -147,7 +138,7 @@ func BenchmarkCall(b *testing.B) {
 	static := sdk.NewServer(&sdk.Implementation{Name: "static", Version: "bench"}, nil)
 	static.AddTool(&sdk.Tool{Name: "ok", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			line := forkExec(b, prog)
+			line := testhome.ForkExec(b, prog, nil, nil)
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line}}}, nil
 		})
 	sc := session(b, static)
@@ -168,36 +159,7 @@ func BenchmarkCall(b *testing.B) {
 	})
 	b.Run("fork-exec", func(b *testing.B) {
 		for b.Loop() {
-			forkExec(b, prog)
+			testhome.ForkExec(b, prog, nil, nil)
 		}
 	})
-}
-
-// forkExec runs prog with a prepared rukh.ipc/1 channel and returns its
-// completion line: the floor of any call.
-func forkExec(b *testing.B, prog string) string {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	parent, child := os.NewFile(uintptr(fds[0]), "p"), os.NewFile(uintptr(fds[1]), "c")
-	conn, err := net.FileConn(parent)
-	parent.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	cmd := exec.Command(prog)
-	cmd.ExtraFiles = []*os.File{child}
-	cmd.Env = []string{extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	child.Close()
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Wait()
-	return line
 }

@@ -16,8 +16,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/mcp"
-	"github.com/rukh-cli/rukh/trust"
 )
 
 const reportText = `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"hi\\n"}}\n' "$RUKH_IPC_TOKEN" >&3`
@@ -38,14 +38,7 @@ func home(t *testing.T, n int, task string) (string, *admin.Admin) {
 	}
 	write(t, filepath.Join(rel, "bin", "ok"), "#!/bin/sh\n"+reportText+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.tools","version":"1.0.0","publisher":"test","commands":[`+strings.Join(cmds, ",")+`]}`, 0o644)
-	m, err := trust.BuildManifest(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := admin.New(filepath.Join(dir, "data"))
-	if _, err := a.Install(rel, m.Digest()); err != nil {
-		t.Fatal(err)
-	}
+	a := testhome.InstallPinned(t, filepath.Join(dir, "data"), rel)
 	apply(t, a, task, "team")
 	return dir, a
 }
@@ -230,14 +223,7 @@ func TestClientCancel(t *testing.T) {
 	write(t, filepath.Join(rel, "bin", "slow"), "#!/bin/sh\nexec sleep 30\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.slow","version":"1.0.0","publisher":"test","commands":[
 		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
-	m, err := trust.BuildManifest(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := admin.New(filepath.Join(dir, "data"))
-	if _, err := a.Install(rel, m.Digest()); err != nil {
-		t.Fatal(err)
-	}
+	a := testhome.InstallPinned(t, filepath.Join(dir, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.slow/*"],"task":"agent"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
 		         "agent":{"commands":["test.*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"}}}`)); err != nil {
@@ -248,7 +234,7 @@ func TestClientCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: names[0]})
+	_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: names[0]})
 	if err == nil {
 		t.Fatal("a cancelled call returned a result")
 	}
@@ -282,14 +268,7 @@ func slowHome(t *testing.T) string {
 	write(t, filepath.Join(rel, "bin", "slow"), "#!/bin/sh\necho + >> "+log+"\nsleep 1\necho - >> "+log+"\n"+reportText+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.slow","version":"1.0.0","publisher":"test","commands":[
 		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
-	m, err := trust.BuildManifest(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := admin.New(filepath.Join(dir, "data"))
-	if _, err := a.Install(rel, m.Digest()); err != nil {
-		t.Fatal(err)
-	}
+	a := testhome.InstallPinned(t, filepath.Join(dir, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.slow/*"],"task":"agent"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
 		         "agent":{"commands":["test.*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"}}}`)); err != nil {

@@ -1,19 +1,15 @@
 package tests
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/extproto"
-	"github.com/rukh-cli/rukh/trust"
+	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
 // BenchmarkCLI measures, in one run, a whole `rukh hello` process (resolve
@@ -76,16 +72,7 @@ func copyDir(b *testing.B, from, to string, names ...string) {
 // commands are installed in all.
 func installCatalog(b *testing.B, home, hello string, n int) {
 	b.Helper()
-	a := admin.New(filepath.Join(home, "data"))
-	install := func(dir string) {
-		m, err := trust.BuildManifest(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := a.Install(dir, m.Digest()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	install := func(dir string) { testhome.InstallPinned(b, filepath.Join(home, "data"), dir) }
 	install(hello)
 	for pkg, left := 0, n-1; left > 0; pkg++ {
 		k := min(left, 500)
@@ -113,35 +100,10 @@ func installCatalog(b *testing.B, home, hello string, n int) {
 // channel, its invoke frame written and its completion read, by a minimal
 // host with no store, no validation and no records.
 func runDirect(b *testing.B, prog string) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	parent, child := os.NewFile(uintptr(fds[0]), "p"), os.NewFile(uintptr(fds[1]), "c")
-	conn, err := net.FileConn(parent)
-	parent.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	cmd := exec.Command(prog)
-	cmd.ExtraFiles = []*os.File{child}
-	cmd.Env = []string{extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64),
-		extproto.EnvInvocationID + "=" + strings.Repeat("1", 32), extproto.EnvCommand + "=acme.hello/hello"}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	child.Close()
 	frame := (&extproto.Invoke{InvocationID: strings.Repeat("1", 32), Command: "acme.hello/hello", Transport: "cli", DeadlineMs: 30000,
 		Inputs: []byte(`{"count":{"value":1,"explicit":false},"name":{"value":"bench","explicit":true}}`)}).AppendFrame(nil)
-	if _, err := conn.Write(frame); err != nil {
-		b.Fatal(err)
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil || !strings.Contains(line, `"complete"`) {
-		b.Fatalf("direct: %v %q", err, line)
-	}
-	if err := cmd.Wait(); err != nil {
-		b.Fatal(err)
+	env := []string{extproto.EnvInvocationID + "=" + strings.Repeat("1", 32), extproto.EnvCommand + "=acme.hello/hello"}
+	if line := testhome.ForkExec(b, prog, env, frame); !strings.Contains(line, `"complete"`) {
+		b.Fatalf("direct: %q", line)
 	}
 }

@@ -13,8 +13,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/trust"
+	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
 // TestMCPProcess drives a real `rukh mcp` process over stdio with the
@@ -44,15 +43,8 @@ func TestMCPProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := trust.BuildManifest(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
 	home := filepath.Join(dir, "home")
-	a := admin.New(filepath.Join(home, "data"))
-	if _, err := a.Install(rel, m.Digest()); err != nil {
-		t.Fatal(err)
-	}
+	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.mcp/*"],"task":"agent"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"},
 		         "agent":{"commands":["test.*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {

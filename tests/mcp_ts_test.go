@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/trust"
+	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
 // tsQuick is how many trivial commands the TypeScript fixture adds next
@@ -132,14 +131,7 @@ func tsRelease(t *testing.T, rel string) string {
 // applies the fixture profile.
 func tsHome(t *testing.T, home, rel string) string {
 	t.Helper()
-	m, err := trust.BuildManifest(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := admin.New(filepath.Join(home, "data"))
-	if _, err := a.Install(rel, m.Digest()); err != nil {
-		t.Fatal(err)
-	}
+	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(strings.Replace(tsProfile, "NAMESPACE", "ts", 1))); err != nil {
 		t.Fatal(err)
 	}

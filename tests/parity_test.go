@@ -11,12 +11,11 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/mcp"
-	"github.com/rukh-cli/rukh/trust"
 )
 
 // echo returns the typed inputs it received ({id: {value, explicit}}) as
@@ -76,15 +75,8 @@ func TestParity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := trust.BuildManifest(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
 	home := filepath.Join(dir, "home")
-	a := admin.New(filepath.Join(home, "data"))
-	if _, err := a.Install(rel, m.Digest()); err != nil {
-		t.Fatal(err)
-	}
+	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.echo/*"],"task":"owner"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,98 @@
+// Package testhome builds real Rukh homes for tests: release directories
+// written from a map, installed pinned by their own digest, and profiles
+// applied through the same owner path as `rukh profile apply`.
+package testhome
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/trust"
+)
+
+// WriteFiles writes files (slash-separated names) under dir; files under
+// bin/ are executable.
+func WriteFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(name, "bin/") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// InstallPinned installs the release directory rel into dataDir, pinned
+// by its own digest (no keys needed), and returns the owner operations.
+func InstallPinned(t testing.TB, dataDir, rel string) *admin.Admin {
+	t.Helper()
+	m, err := trust.BuildManifest(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := admin.New(dataDir)
+	if _, err := a.Install(rel, m.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// Apply applies a profile document.
+func Apply(t testing.TB, a *admin.Admin, profile string) {
+	t.Helper()
+	if _, _, err := a.ApplyProfile([]byte(profile)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ForkExec runs prog the way the host does at its simplest — a prepared
+// rukh.ipc/1 channel on fd 3 and frame written to it — and returns the
+// first line the program writes back: the floor benchmarks compare with.
+func ForkExec(t testing.TB, prog string, env []string, frame []byte) string {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, child := os.NewFile(uintptr(fds[0]), "p"), os.NewFile(uintptr(fds[1]), "c")
+	conn, err := net.FileConn(parent)
+	parent.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cmd := exec.Command(prog)
+	cmd.ExtraFiles = []*os.File{child}
+	cmd.Env = append([]string{extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child.Close()
+	if frame != nil {
+		if _, err := conn.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s: %v", prog, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v", prog, err)
+	}
+	return line
+}
