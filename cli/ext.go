@@ -100,23 +100,7 @@ func validateRun(opts *ValidateOptions) error {
 	}
 	if d != nil {
 		rep.Schema, rep.Package, rep.Version, rep.Publisher = d.Schema, d.Package, d.Version, d.Publisher
-		for _, c := range d.Commands {
-			vc := validateCommand{
-				Identity: c.Identity, Path: c.Path, Aliases: c.Aliases, Summary: c.Summary,
-				Mapping: string(c.Execute.Mapping), Eligible: c.Eligibility.Eligible,
-				Reasons: c.Eligibility.Reasons,
-			}
-			if vc.Aliases == nil {
-				vc.Aliases = [][]string{}
-			}
-			if vc.Reasons == nil {
-				vc.Reasons = []descriptor.Reason{}
-			}
-			if r := c.Execute.Result; r != nil {
-				vc.Result = string(r.Kind)
-			}
-			rep.Commands = append(rep.Commands, vc)
-		}
+		rep.Commands = commandRows(d)
 	}
 	if opts.JSON {
 		if err := writeJSON(opts.IO.Out, rep); err != nil {
@@ -140,6 +124,29 @@ func validateRun(opts *ValidateOptions) error {
 		return &ExitError{Status: ExitFailed, Err: errs, Reported: true}
 	}
 	return nil
+}
+
+// commandRows is the JSON form of a descriptor's command table.
+func commandRows(d *descriptor.Descriptor) []validateCommand {
+	rows := []validateCommand{}
+	for _, c := range d.Commands {
+		vc := validateCommand{
+			Identity: c.Identity, Path: c.Path, Aliases: c.Aliases, Summary: c.Summary,
+			Mapping: string(c.Execute.Mapping), Eligible: c.Eligibility.Eligible,
+			Reasons: c.Eligibility.Reasons,
+		}
+		if vc.Aliases == nil {
+			vc.Aliases = [][]string{}
+		}
+		if vc.Reasons == nil {
+			vc.Reasons = []descriptor.Reason{}
+		}
+		if r := c.Execute.Result; r != nil {
+			vc.Result = string(r.Kind)
+		}
+		rows = append(rows, vc)
+	}
+	return rows
 }
 
 func printCommandTable(w io.Writer, d *descriptor.Descriptor) {

@@ -13,7 +13,6 @@ import (
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
-	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"
 	"github.com/spf13/cobra"
 )
@@ -208,25 +207,32 @@ func newExtShowCmd(f *Factory) *cobra.Command {
 			if len(match) == 0 {
 				return fmt.Errorf("%s is not installed; see `%s ext list`", args[0], f.Name)
 			}
-			if asJSON {
-				return writeJSON(f.IO.Out, match)
+			type shown struct {
+				releaseJSON
+				Commands []validateCommand `json:"commands"`
 			}
-			for i, r := range match {
-				if i > 0 {
-					fmt.Fprintln(f.IO.Out)
-				}
-				var rel *store.Release
+			var out []shown
+			for _, r := range match {
 				for _, x := range st.Releases {
-					if x.Digest == r.Digest {
-						rel = x
+					if x.Digest != r.Digest {
+						continue
+					}
+					d, err := descriptor.Decode(x.Descriptor)
+					if err != nil {
+						return err
+					}
+					out = append(out, shown{r, commandRows(d)})
+					if !asJSON {
+						if len(out) > 1 {
+							fmt.Fprintln(f.IO.Out)
+						}
+						fmt.Fprintf(f.IO.Out, "digest: %s\nactive: %v\ndir:    %s\n", r.Digest, r.Active, r.Dir)
+						printCommandTable(f.IO.Out, d)
 					}
 				}
-				d, err := descriptor.Decode(rel.Descriptor)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(f.IO.Out, "digest: %s\nactive: %v\ndir:    %s\n", r.Digest, r.Active, r.Dir)
-				printCommandTable(f.IO.Out, d)
+			}
+			if asJSON {
+				return writeJSON(f.IO.Out, out)
 			}
 			return nil
 		},
