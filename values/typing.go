@@ -1,6 +1,7 @@
 package values
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -230,23 +231,9 @@ func compare(a, b Value) (c int, ok bool) {
 	}
 	switch a.t {
 	case Integer:
-		x, y := a.Int(), b.Int()
-		switch {
-		case x < y:
-			return -1, true
-		case x > y:
-			return 1, true
-		}
-		return 0, true
+		return cmp.Compare(a.Int(), b.Int()), true
 	case Number:
-		x, y := a.Float(), b.Float()
-		switch {
-		case x < y:
-			return -1, true
-		case x > y:
-			return 1, true
-		}
-		return 0, true
+		return cmp.Compare(a.Float(), b.Float()), true // finite; -0 equals 0
 	case Decimal:
 		return compareDecimal(a.s, b.s), true
 	}
