@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,39 +77,58 @@ func NewServer(opts Options) *Server {
 	return &Server{Server: s, a: a}
 }
 
+// Connect serves one session on t, like the SDK's Connect, through the
+// adapter's connection wrapper (see sessionConn).
+func (s *Server) Connect(ctx context.Context, t sdk.Transport, opts *sdk.ServerSessionOptions) (*sdk.ServerSession, error) {
+	return s.Server.Connect(ctx, sessionTransport{t, s.a}, opts)
+}
+
 // Run serves one session on t until the client goes away (EOF on stdin, a
 // broken stdout, a closed transport) or ctx ends; then it stops every
-// invocation still running and waits until each is finalized.
+// invocation still running and waits until each is finalized. When ctx
+// ends first (SIGTERM or Ctrl-C to `rukh mcp`), running invocations are
+// stopped at once and recorded as cancelled/interrupted: the host is going
+// away, so nothing may outlive it or be recorded as if it had finished.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
-	err := s.Server.Run(ctx, endNotifier{t, s.a.stop})
-	s.a.stop()
+	stopOnSignal := context.AfterFunc(ctx, func() { s.a.end(invoke.ReasonInterrupted) })
+	defer stopOnSignal()
+	err := s.Server.Run(ctx, sessionTransport{t, s.a})
+	s.a.end(invoke.ReasonClientCancelled)
 	s.a.inflight.Wait()
 	return err
 }
 
-// endNotifier wraps the session's connection: it calls end as soon as the
-// connection cannot be read or written any more, so running invocations
-// are stopped at once rather than when the SDK has drained its handlers;
-// and it drops the response to a request the client cancelled, which MCP
-// says must not be answered (the SDK would answer it).
-type endNotifier struct {
+// sessionTransport wraps the session's connection (sessionConn).
+type sessionTransport struct {
 	sdk.Transport
-	end func()
+	a *adapter
 }
 
-func (n endNotifier) Connect(ctx context.Context) (sdk.Connection, error) {
+func (n sessionTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	c, err := n.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &endConn{Connection: c, end: n.end, cancelled: map[string]bool{}}, nil
+	return &sessionConn{Connection: c, end: func() { n.a.end(invoke.ReasonClientCancelled) }, cancelled: map[string]bool{}}, nil
 }
 
 // maxCancelled bounds the remembered cancelled request ids (a client may
 // cancel ids that were never pending).
 const maxCancelled = 1024
 
-type endConn struct {
+// sessionConn is the session's connection as the SDK sees it. It does
+// three things the SDK does not:
+//
+//   - it calls end as soon as the connection cannot be read or written any
+//     more, so running invocations are stopped at once rather than when
+//     the SDK has drained its handlers;
+//   - it drops the response to a request the client cancelled, which MCP
+//     says must not be answered (the SDK would answer it);
+//   - it refuses, before dispatch, a tools/call that carries continuation
+//     input (inputResponses or requestState, even empty): this server never
+//     asks for input, so such input is unsolicited and nothing may run on
+//     it (docs/mcp.md, "No input continuation").
+type sessionConn struct {
 	sdk.Connection
 	end       func()
 	mu        sync.Mutex
@@ -117,12 +137,49 @@ type endConn struct {
 
 func idKey(id any) string { return fmt.Sprintf("%v", id) }
 
-func (c *endConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	m, err := c.Connection.Read(ctx)
-	if err != nil {
-		c.end()
-		return m, err
+func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		m, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.end()
+			return m, err
+		}
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
+			if field := continuationField(req.Params); field != "" {
+				err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+					Code: jsonrpc.CodeInvalidParams,
+					Message: fmt.Sprintf("tools/call carries %q, but this server never asked for input: "+
+						"continuation input is not supported; call the tool again without inputResponses and requestState", field),
+				}})
+				if err != nil {
+					c.end()
+					return nil, err
+				}
+				continue
+			}
+		}
+		c.noteCancel(m)
+		return m, nil
 	}
+}
+
+// continuationField returns the first continuation member of tools/call
+// params ("inputResponses" or "requestState"), whatever its value.
+func continuationField(params json.RawMessage) string {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return "" // the SDK answers malformed params itself
+	}
+	for _, f := range []string{"inputResponses", "requestState"} {
+		if _, ok := p[f]; ok {
+			return f
+		}
+	}
+	return ""
+}
+
+// noteCancel remembers the request a notifications/cancelled names.
+func (c *sessionConn) noteCancel(m jsonrpc.Message) {
 	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "notifications/cancelled" {
 		var p struct {
 			RequestID any `json:"requestId"`
@@ -138,10 +195,9 @@ func (c *endConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		}
 	}
-	return m, nil
 }
 
-func (c *endConn) Write(ctx context.Context, m jsonrpc.Message) error {
+func (c *sessionConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if resp, ok := m.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		drop := c.cancelled[idKey(resp.ID.Raw())]
@@ -158,7 +214,7 @@ func (c *endConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	return err
 }
 
-func (c *endConn) Close() error {
+func (c *sessionConn) Close() error {
 	c.end()
 	return c.Connection.Close()
 }
@@ -167,10 +223,30 @@ type adapter struct {
 	opts     Options
 	life     context.Context // ends when the session does
 	stop     context.CancelFunc
+	why      atomic.Pointer[string] // why life ended: the first reason given
 	inflight sync.WaitGroup
 
 	keyMu sync.Mutex
 	key   []byte // the cursor key; the store secret never changes
+}
+
+// end ends the session's life for reason (invoke.ReasonInterrupted or
+// invoke.ReasonClientCancelled), stopping every running invocation; the
+// first reason given is the one kept.
+func (a *adapter) end(reason string) {
+	a.why.CompareAndSwap(nil, &reason)
+	a.stop()
+}
+
+// cancelReason says why a call's context ended: the session's reason when
+// the session ended, else the client cancelled that request.
+func (a *adapter) cancelReason() string {
+	if a.life.Err() != nil {
+		if why := a.why.Load(); why != nil {
+			return *why
+		}
+	}
+	return invoke.ReasonClientCancelled
 }
 
 // cursorKey reads the cursor key once per process.
@@ -351,7 +427,7 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 		Task:           a.opts.Binding.Task,
 		Arguments:      req.Params.Arguments,
 		DiagnosticsOut: a.opts.Diagnostics,
-		CancelReason:   func() string { return invoke.ReasonClientCancelled },
+		CancelReason:   a.cancelReason,
 	}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		r.OnProgress = func(pr extproto.Progress) {
@@ -369,7 +445,14 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	if err != nil && a.opts.Logger != nil {
 		a.opts.Logger.Error("recording the outcome failed", "invocation", out.InvocationID, "error", err)
 	}
-	return result(out, tool), nil
+	return result(out, tool, newProtocol(req.Params.Meta)), nil
+}
+
+// newProtocol reports whether a request follows protocol 2026-07-28 or
+// later, by the SDK's own rule: a protocol version in the request's _meta.
+func newProtocol(meta sdk.Meta) bool {
+	v, ok := meta[sdk.MetaKeyProtocolVersion].(string)
+	return ok && v >= "2026-07-28"
 }
 
 func contains(tools []*projection.Tool, t *projection.Tool) bool {
@@ -398,8 +481,10 @@ type commandResult struct {
 
 // result turns an outcome into a complete tool result: the envelope as
 // structuredContent and as the first text block; refusals add a second
-// block saying what to fix.
-func result(out *invoke.Outcome, tool *projection.Tool) *sdk.CallToolResult {
+// block saying what to fix. Under protocol 2026-07-28 (complete set) the
+// result says "resultType": "complete": it is built only once the
+// invocation has been finalized, so it is final.
+func result(out *invoke.Outcome, tool *projection.Tool, complete bool) *sdk.CallToolResult {
 	env := envelope{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, Effects: out.Effects}
 	if r := out.Result; r != nil {
 		cr := &commandResult{Kind: string(r.Kind)}
@@ -415,11 +500,13 @@ func result(out *invoke.Outcome, tool *projection.Tool) *sdk.CallToolResult {
 	if err != nil {
 		data = []byte(`{"invocationId":"","outcome":"execution_failed","reason":"protocol_error"}`)
 	}
-	res := &sdk.CallToolResult{
-		StructuredContent: json.RawMessage(data),
-		Content:           []sdk.Content{&sdk.TextContent{Text: string(data)}},
-		IsError:           out.Outcome != invoke.Succeeded,
+	res := &sdk.CallToolResult{}
+	if complete {
+		res = completeResult()
 	}
+	res.StructuredContent = json.RawMessage(data)
+	res.Content = []sdk.Content{&sdk.TextContent{Text: string(data)}}
+	res.IsError = out.Outcome != invoke.Succeeded
 	if out.Outcome != invoke.Succeeded && out.Message != "" {
 		msg := out.Message
 		if out.Reason == invoke.ReasonInvalidInput {
@@ -428,4 +515,16 @@ func result(out *invoke.Outcome, tool *projection.Tool) *sdk.CallToolResult {
 		res.Content = append(res.Content, &sdk.TextContent{Text: msg})
 	}
 	return res
+}
+
+// completeResult returns an empty CallToolResult whose resultType is
+// "complete". The go-sdk (v1.8.0) sets that field only on results of tools
+// registered with AddTool, and offers no setter: decoding is the one public
+// way to set it.
+func completeResult() *sdk.CallToolResult {
+	var res sdk.CallToolResult
+	if err := json.Unmarshal([]byte(`{"content":[],"resultType":"complete"}`), &res); err != nil {
+		panic("mcp: the go-sdk no longer decodes resultType: " + err.Error())
+	}
+	return &res
 }
