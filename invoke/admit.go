@@ -26,7 +26,8 @@ type admission struct {
 // Invoke runs one call of a pinned target through every phase and returns
 // its committed outcome. It never returns a nil Outcome; err is set only
 // when the outcome could not be committed to the store.
-func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (*Outcome, error) {
+func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcome, err error) {
+	defer func() { req.Diagnostics.end(out, err) }()
 	ad, out := c.admit(t, req)
 	if out != nil {
 		out.InvocationID = newInvocationID()
@@ -48,6 +49,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (*Outcome, e
 		// Nothing ran and nothing could be recorded.
 		return &Outcome{Outcome: Rejected, Reason: ReasonStoreUnavailable, Message: err.Error()}, err
 	}
+	req.Diagnostics.start(inv.ID, t, req, ad.taskName)
 	out = c.run(ctx, t, req, inv.ID, ad)
 	out.InvocationID = inv.ID
 	return out, c.finish(inv.ID, out)

@@ -96,15 +96,15 @@ type Request struct {
 	// The child's standard streams. An *os.File (a terminal) is handed to
 	// the child as it is; another writer gets a copy of everything; a nil
 	// Stdin is /dev/null and a nil Stdout or Stderr is drained into bounded
-	// diagnostics (DiagnosticsOut).
+	// diagnostics (Diagnostics).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Dir            string   // the caller's working directory
 	Env            []string // the caller's environment; filtered by EnvAllowlist
 	Interactive    bool
 	OnProgress     func(extproto.Progress)
-	CancelReason   func() string // why ctx was cancelled: ReasonInterrupted (default) or ReasonClientCancelled
-	DiagnosticsOut io.Writer     // where drained child output goes (bounded); nil discards it
+	CancelReason   func() string   // why ctx was cancelled: ReasonInterrupted (default) or ReasonClientCancelled
+	Diagnostics    *DiagnosticsLog // where drained output and outcomes are logged; nil logs nothing
 }
 
 // Outcome is the committed result of an invocation.

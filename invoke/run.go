@@ -31,8 +31,6 @@ const (
 	channelGrace = 500 * time.Millisecond
 	// sendTimeout bounds writing the invoke frame.
 	sendTimeout = 2 * time.Second
-	// diagnosticsKeep is how much drained output is kept per stream.
-	diagnosticsKeep = 64 << 10
 )
 
 // EnvAllowlist is the caller's environment a command sees; everything
@@ -70,13 +68,14 @@ type channelResult struct {
 
 var errTwoReports = errors.New("the command sent a second completion report")
 
-// drain copies a child's output stream, keeping at most diagnosticsKeep
-// bytes and counting the rest as dropped; it always reads to the end so
-// the child never blocks on a full pipe.
+// drain copies a child's output stream: to the caller's writer when it
+// gave one, else into the diagnostics log as lines, bounded per stream,
+// counting the rest as dropped. It always reads to the end so the child
+// never blocks on a full pipe.
 type drain struct {
-	kept, total, dropped atomic.Int64
-	out                  io.Writer
-	limit                int64 // bytes passed to out; the rest is counted as dropped
+	total, dropped atomic.Int64
+	out            io.Writer   // the caller's writer: gets everything
+	log            *lineLogger // else: the diagnostics log
 }
 
 func (d *drain) run(r *os.File, wg *sync.WaitGroup) {
@@ -87,16 +86,16 @@ func (d *drain) run(r *os.File, wg *sync.WaitGroup) {
 		n, err := r.Read(buf)
 		if n > 0 {
 			d.total.Add(int64(n))
-			keep := min(int64(n), d.limit-d.kept.Load())
-			if keep > 0 && d.out != nil {
-				d.out.Write(buf[:keep])
+			if d.out != nil {
+				d.out.Write(buf[:n])
+			} else {
+				d.dropped.Add(int64(n) - d.log.write(buf[:n]))
 			}
-			if keep > 0 {
-				d.kept.Add(keep)
-			}
-			d.dropped.Add(int64(n) - max(keep, 0))
 		}
 		if err != nil {
+			if d.log != nil {
+				d.log.close(d.total.Load())
+			}
 			return
 		}
 	}
@@ -146,15 +145,16 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		given io.Writer
 		set   *io.Writer
 		d     *drain
-	}{{req.Stdout, &ex.Stdout, &outDrain}, {req.Stderr, &ex.Stderr, &errDrain}} {
+		tag   string
+	}{{req.Stdout, &ex.Stdout, &outDrain, "stdout"}, {req.Stderr, &ex.Stderr, &errDrain, "stderr"}} {
 		switch w := s.given.(type) {
 		case *os.File:
 			*s.set = w
 			continue
 		case nil:
-			s.d.out, s.d.limit = req.DiagnosticsOut, diagnosticsKeep
+			s.d.log = newLineLogger(req.Diagnostics, id, s.tag)
 		default:
-			s.d.out, s.d.limit = w, 1<<62
+			s.d.out = w
 		}
 		r, w, err := os.Pipe()
 		if err != nil {

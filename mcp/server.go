@@ -52,8 +52,9 @@ type Options struct {
 	Name    string // the CLI's name, e.g. "rukh"
 	Version string
 	Logger  *slog.Logger
-	// Diagnostics receives the (bounded) stdout and stderr of commands;
-	// never the protocol's stdout.
+	// Diagnostics receives the diagnostics log (invoke.DiagnosticsLog):
+	// the bounded stdout and stderr of commands, line by line, and each
+	// invocation's start and outcome; never the protocol's stdout.
 	Diagnostics io.Writer
 }
 
@@ -73,6 +74,9 @@ func NewServer(opts Options) *Server {
 	})
 	life, stop := context.WithCancel(context.Background())
 	a := &adapter{opts: opts, life: life, stop: stop}
+	if opts.Diagnostics != nil {
+		a.diag = invoke.NewDiagnosticsLog(opts.Diagnostics)
+	}
 	s.AddReceivingMiddleware(a.middleware)
 	return &Server{Server: s, a: a}
 }
@@ -90,13 +94,32 @@ func (s *Server) Connect(ctx context.Context, t sdk.Transport, opts *sdk.ServerS
 // stopped at once and recorded as cancelled/interrupted: the host is going
 // away, so nothing may outlive it or be recorded as if it had finished.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
-	stopOnSignal := context.AfterFunc(ctx, func() { s.a.end(invoke.ReasonInterrupted) })
+	// The session outlives ctx just long enough to stop, finalize and
+	// answer the calls that were running: the agent learns what became of
+	// them (cancelled/interrupted, with their invocation ids).
+	session, endSession := context.WithCancel(context.WithoutCancel(ctx))
+	defer endSession()
+	stopOnSignal := context.AfterFunc(ctx, func() {
+		s.a.end(invoke.ReasonInterrupted)
+		s.a.inflight.Wait()
+		if c := s.a.conn.Load(); c != nil {
+			c.waitAnswered(answerWait)
+		}
+		endSession()
+	})
 	defer stopOnSignal()
-	err := s.Server.Run(ctx, sessionTransport{t, s.a})
+	err := s.Server.Run(session, sessionTransport{t, s.a})
 	s.a.end(invoke.ReasonClientCancelled)
 	s.a.inflight.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	return err
 }
+
+// answerWait bounds how long a stopping server waits for the responses of
+// its finalized calls to be written.
+const answerWait = 2 * time.Second
 
 // sessionTransport wraps the session's connection (sessionConn).
 type sessionTransport struct {
@@ -109,7 +132,9 @@ func (n sessionTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sessionConn{Connection: c, end: func() { n.a.end(invoke.ReasonClientCancelled) }, cancelled: map[string]bool{}}, nil
+	sc := &sessionConn{Connection: c, end: func() { n.a.end(invoke.ReasonClientCancelled) }, cancelled: map[string]bool{}, unanswered: map[string]bool{}}
+	n.a.conn.Store(sc)
+	return sc, nil
 }
 
 // maxCancelled bounds the remembered cancelled request ids (a client may
@@ -130,9 +155,23 @@ const maxCancelled = 1024
 //     it (docs/mcp.md, "No input continuation").
 type sessionConn struct {
 	sdk.Connection
-	end       func()
-	mu        sync.Mutex
-	cancelled map[string]bool
+	end        func()
+	mu         sync.Mutex
+	cancelled  map[string]bool
+	unanswered map[string]bool // tools/call requests not yet answered
+}
+
+// waitAnswered waits until every tools/call read has been answered (or
+// its answer dropped), or for at most d.
+func (c *sessionConn) waitAnswered(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		c.mu.Lock()
+		n := len(c.unanswered)
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+	}
 }
 
 func idKey(id any) string { return fmt.Sprintf("%v", id) }
@@ -157,6 +196,9 @@ func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				}
 				continue
 			}
+			c.mu.Lock()
+			c.unanswered[idKey(req.ID.Raw())] = true
+			c.mu.Unlock()
 		}
 		c.noteCancel(m)
 		return m, nil
@@ -202,6 +244,7 @@ func (c *sessionConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		c.mu.Lock()
 		drop := c.cancelled[idKey(resp.ID.Raw())]
 		delete(c.cancelled, idKey(resp.ID.Raw()))
+		delete(c.unanswered, idKey(resp.ID.Raw()))
 		c.mu.Unlock()
 		if drop {
 			return nil
@@ -223,7 +266,9 @@ type adapter struct {
 	opts     Options
 	life     context.Context // ends when the session does
 	stop     context.CancelFunc
-	why      atomic.Pointer[string] // why life ended: the first reason given
+	why      atomic.Pointer[string]      // why life ended: the first reason given
+	conn     atomic.Pointer[sessionConn] // the session's connection, once connected
+	diag     *invoke.DiagnosticsLog
 	inflight sync.WaitGroup
 
 	keyMu sync.Mutex
@@ -423,11 +468,11 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	r := &invoke.Request{
-		Transport:      invoke.TransportMCP,
-		Task:           a.opts.Binding.Task,
-		Arguments:      req.Params.Arguments,
-		DiagnosticsOut: a.opts.Diagnostics,
-		CancelReason:   a.cancelReason,
+		Transport:    invoke.TransportMCP,
+		Task:         a.opts.Binding.Task,
+		Arguments:    req.Params.Arguments,
+		Diagnostics:  a.diag,
+		CancelReason: a.cancelReason,
 	}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		r.OnProgress = func(pr extproto.Progress) {
