@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,19 +23,22 @@ import (
 	"github.com/rukh-cli/rukh/store"
 )
 
-// Admin performs owner operations on one data directory. It opens the
-// store for each operation and closes it before returning, so it never
-// holds the lock across a user-visible wait.
+// Admin performs owner operations on one data directory, through its
+// store Provider: opened per operation in-process (store.Files), so it
+// never holds the lock across a user-visible wait, or held by rukhd.
 type Admin struct {
-	DataDir      string
-	StoreTimeout time.Duration // lock wait; 0 means the store's default
-	Now          func() time.Time
-	UID          int
+	DataDir string
+	Store   store.Provider
+	Now     func() time.Time
+	UID     int // the subject recorded in audit entries
 }
 
-// New returns an Admin for dataDir with the current time and uid.
+// New returns an Admin for dataDir that opens the store per operation,
+// with the current time and uid.
 func New(dataDir string) *Admin {
-	return &Admin{DataDir: dataDir, Now: time.Now, UID: os.Getuid()}
+	a := &Admin{DataDir: dataDir, Now: time.Now, UID: os.Getuid()}
+	a.Store = store.Files{Path: a.StorePath()}
+	return a
 }
 
 // StorePath is the bbolt file.
@@ -45,23 +47,9 @@ func (a *Admin) StorePath() string { return filepath.Join(a.DataDir, "store.db")
 // ReleasesDir holds the installed, content-addressed releases.
 func (a *Admin) ReleasesDir() string { return filepath.Join(a.DataDir, "releases") }
 
-func (a *Admin) open() (*store.Store, error) {
-	return store.Open(a.StorePath(), store.Options{Timeout: a.StoreTimeout})
-}
-
 // view runs fn in a read transaction. A store that does not exist yet is
 // read as empty (fn gets a nil Tx) rather than created by a read.
-func (a *Admin) view(fn func(tx *store.Tx) error) error {
-	if _, err := os.Stat(a.StorePath()); errors.Is(err, os.ErrNotExist) {
-		return fn(nil)
-	}
-	s, err := store.Open(a.StorePath(), store.Options{Timeout: a.StoreTimeout, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	return s.View(fn)
-}
+func (a *Admin) view(fn func(tx *store.Tx) error) error { return a.Store.View(fn) }
 
 // Candidate is a revision being built: the configuration and the command
 // generation that a change edits before it is validated.
@@ -154,14 +142,9 @@ func (a *Admin) publishAudited(op string, change func(tx *store.Tx, c *Candidate
 }
 
 func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c *Candidate) error) (*Result, error) {
-	s, err := a.open()
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
 	var res *Result
 	var cand *Candidate
-	err = s.Update(func(tx *store.Tx) error {
+	err := a.Store.Update(func(tx *store.Tx) error {
 		cur, c, err := activeCandidate(tx)
 		if err != nil {
 			return err

@@ -66,7 +66,7 @@ func TestConcurrentApply(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			a := admin.New(dir)
-			a.StoreTimeout = 10 * time.Second
+			a.Store = store.Files{Path: a.StorePath(), Timeout: 10 * time.Second}
 			_, _, errs[i] = a.ApplyProfile(profileJSON(fmt.Sprintf("ns-%d", i)))
 		}()
 	}

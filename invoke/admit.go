@@ -187,14 +187,7 @@ func allowed(rules []profile.Rule, action, resource string) bool {
 	return false
 }
 
-func (c *Core) update(fn func(tx *store.Tx) error) error {
-	s, err := store.Open(c.storePath(), store.Options{Timeout: c.StoreTimeout})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	return s.Update(fn)
-}
+func (c *Core) update(fn func(tx *store.Tx) error) error { return c.Store.Update(fn) }
 
 // recordRejected commits a refusal as an invocation that began and ended
 // at once, so it has an id and exactly one outcome like any other.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/rukh-cli/rukh/descriptor"
@@ -50,11 +51,11 @@ const (
 	TransportMCP = "mcp"
 )
 
-// Core runs invocations against one data directory. It opens the store
-// for each short transaction and never holds it while a command runs.
+// Core runs invocations against one data directory. Its store Provider
+// serves short transactions; no transaction spans a command's run.
 type Core struct {
-	DataDir      string
-	StoreTimeout time.Duration // lock wait; 0 means the store's default
+	DataDir string
+	Store   store.Provider
 	// Grace is how long a command has between SIGTERM and SIGKILL when it
 	// is stopped; it comes out of a budget that never renews.
 	Grace time.Duration
@@ -65,10 +66,9 @@ type Core struct {
 func New(dataDir string) *Core {
 	// The store is locked only for short transactions, but many calls at
 	// once queue on it: wait longer than an owner command would.
-	return &Core{DataDir: dataDir, StoreTimeout: 10 * time.Second, Grace: 2 * time.Second, Now: time.Now}
+	return &Core{DataDir: dataDir, Store: store.Files{Path: filepath.Join(dataDir, "store.db"), Timeout: 10 * time.Second},
+		Grace: 2 * time.Second, Now: time.Now}
 }
-
-func (c *Core) storePath() string { return c.DataDir + "/store.db" }
 
 // Target is a resolved command, pinned for the whole invocation: the
 // revision, the release and the declaration it was resolved in.

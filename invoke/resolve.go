@@ -3,8 +3,6 @@ package invoke
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/rukh-cli/rukh/descriptor"
@@ -17,17 +15,7 @@ var ErrNoCommand = errors.New("no such command")
 
 // view runs fn in a short read transaction; a store that does not exist
 // yet is passed as nil.
-func (c *Core) view(fn func(tx *store.Tx) error) error {
-	if _, err := os.Stat(c.storePath()); errors.Is(err, fs.ErrNotExist) {
-		return fn(nil)
-	}
-	s, err := store.Open(c.storePath(), store.Options{Timeout: c.StoreTimeout, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	return s.View(fn)
-}
+func (c *Core) view(fn func(tx *store.Tx) error) error { return c.Store.View(fn) }
 
 // Resolve finds the command the route words name in the active revision,
 // reading one route record and one release — never the whole catalogue —

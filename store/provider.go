@@ -1,0 +1,56 @@
+package store
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// Provider gives the core its store one transaction at a time. The
+// in-process host opens the file for each operation and closes it after
+// (Files), so it never holds the lock across a user-visible wait; rukhd
+// holds one open Store for its whole life. *Store is a Provider.
+type Provider interface {
+	// View runs fn in a read transaction. A Provider whose store does not
+	// exist yet passes a nil Tx rather than creating the file by reading.
+	View(fn func(*Tx) error) error
+	// Update runs fn in one read-write transaction.
+	Update(fn func(*Tx) error) error
+}
+
+// Files is the Provider of the in-process host: it opens the store at
+// Path for each transaction, waiting at most Timeout for its lock (0: the
+// default), and closes it before returning.
+type Files struct {
+	Path    string
+	Timeout time.Duration
+}
+
+var (
+	_ Provider = Files{}
+	_ Provider = (*Store)(nil)
+)
+
+// View opens the store read-only for fn; a missing store is a nil Tx.
+func (f Files) View(fn func(*Tx) error) error {
+	if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+		return fn(nil)
+	}
+	s, err := Open(f.Path, Options{Timeout: f.Timeout, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.View(fn)
+}
+
+// Update opens (or creates) the store for fn.
+func (f Files) Update(fn func(*Tx) error) error {
+	s, err := Open(f.Path, Options{Timeout: f.Timeout})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Update(fn)
+}
