@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/paths"
 )
 
 // Config names the CLI. Everything user-visible derives from Name: the
@@ -25,49 +25,12 @@ var Rukh = Config{Name: "rukh"}
 
 // HomeEnv is the variable that puts every file of the CLI under one
 // directory, e.g. RUKH_HOME.
-func (c Config) HomeEnv() string {
-	return strings.ToUpper(strings.ReplaceAll(c.Name, "-", "_")) + "_HOME"
-}
+func (c Config) HomeEnv() string { return paths.HomeEnv(c.Name) }
 
 // Paths resolves where the CLI keeps its files from the environment:
 // NAME_HOME when set, otherwise the XDG base directories.
-func (c Config) Paths(getenv func(string) string) (cli.Paths, error) {
-	if home := getenv(c.HomeEnv()); home != "" {
-		if !filepath.IsAbs(home) {
-			return cli.Paths{}, fmt.Errorf("%s=%q is not an absolute path", c.HomeEnv(), home)
-		}
-		return cli.Paths{
-			Data:    filepath.Join(home, "data"),
-			Config:  filepath.Join(home, "config"),
-			Runtime: filepath.Join(home, "run"),
-		}, nil
-	}
-	userHome := getenv("HOME")
-	xdg := func(env, fallback string) (string, error) {
-		if dir := getenv(env); filepath.IsAbs(dir) {
-			return filepath.Join(dir, c.Name), nil
-		}
-		if userHome == "" {
-			return "", fmt.Errorf("neither %s nor $HOME is set; set %s", env, c.HomeEnv())
-		}
-		return filepath.Join(userHome, fallback, c.Name), nil
-	}
-	var p cli.Paths
-	var err error
-	if p.Data, err = xdg("XDG_DATA_HOME", ".local/share"); err != nil {
-		return p, err
-	}
-	if p.Config, err = xdg("XDG_CONFIG_HOME", ".config"); err != nil {
-		return p, err
-	}
-	if dir := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(dir) {
-		p.Runtime = filepath.Join(dir, c.Name)
-	} else {
-		// No runtime dir (no login session): keep sockets under the data
-		// dir rather than in a shared /tmp.
-		p.Runtime = filepath.Join(p.Data, "run")
-	}
-	return p, nil
+func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
+	return paths.Resolve(c.Name, getenv)
 }
 
 // Main runs the CLI with the process's streams, environment and signals
@@ -101,7 +64,7 @@ func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, envi
 		Name:    cfg.Name,
 		IO:      ios,
 		HomeEnv: cfg.HomeEnv(),
-		Paths:   func() (cli.Paths, error) { return cfg.Paths(getenv) },
+		Paths:   func() (paths.Paths, error) { return cfg.Paths(getenv) },
 		Dir:     dir,
 		Env:     environ,
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
 )
 
@@ -38,16 +39,16 @@ func TestPaths(t *testing.T) {
 		name    string
 		cfg     app.Config
 		env     func(string) string
-		want    cli.Paths
+		want    paths.Paths
 		wantErr string
 	}{
-		{"home wins", app.Rukh, env("RUKH_HOME", "/h", "XDG_DATA_HOME", "/x"), cli.Paths{Data: "/h/data", Config: "/h/config", Runtime: "/h/run"}, ""},
-		{"embedder's own variable", app.Config{Name: "acme"}, env("RUKH_HOME", "/h", "ACME_HOME", "/a"), cli.Paths{Data: "/a/data", Config: "/a/config", Runtime: "/a/run"}, ""},
-		{"xdg", app.Rukh, env("HOME", "/u", "XDG_DATA_HOME", "/xd", "XDG_CONFIG_HOME", "/xc", "XDG_RUNTIME_DIR", "/run/user/1"), cli.Paths{Data: "/xd/rukh", Config: "/xc/rukh", Runtime: "/run/user/1/rukh"}, ""},
-		{"xdg defaults", app.Rukh, env("HOME", "/u"), cli.Paths{Data: "/u/.local/share/rukh", Config: "/u/.config/rukh", Runtime: "/u/.local/share/rukh/run"}, ""},
-		{"relative xdg is ignored", app.Rukh, env("HOME", "/u", "XDG_DATA_HOME", "rel"), cli.Paths{Data: "/u/.local/share/rukh", Config: "/u/.config/rukh", Runtime: "/u/.local/share/rukh/run"}, ""},
-		{"relative home", app.Rukh, env("RUKH_HOME", "rel"), cli.Paths{}, `RUKH_HOME="rel" is not an absolute path`},
-		{"nothing set", app.Rukh, env(), cli.Paths{}, "neither XDG_DATA_HOME nor $HOME is set; set RUKH_HOME"},
+		{"home wins", app.Rukh, env("RUKH_HOME", "/h", "XDG_DATA_HOME", "/x"), paths.Paths{Data: "/h/data", Config: "/h/config", Runtime: "/h/run"}, ""},
+		{"embedder's own variable", app.Config{Name: "acme"}, env("RUKH_HOME", "/h", "ACME_HOME", "/a"), paths.Paths{Data: "/a/data", Config: "/a/config", Runtime: "/a/run"}, ""},
+		{"xdg", app.Rukh, env("HOME", "/u", "XDG_DATA_HOME", "/xd", "XDG_CONFIG_HOME", "/xc", "XDG_RUNTIME_DIR", "/run/user/1"), paths.Paths{Data: "/xd/rukh", Config: "/xc/rukh", Runtime: "/run/user/1/rukh"}, ""},
+		{"xdg defaults", app.Rukh, env("HOME", "/u"), paths.Paths{Data: "/u/.local/share/rukh", Config: "/u/.config/rukh", Runtime: "/u/.local/share/rukh/run"}, ""},
+		{"relative xdg is ignored", app.Rukh, env("HOME", "/u", "XDG_DATA_HOME", "rel"), paths.Paths{Data: "/u/.local/share/rukh", Config: "/u/.config/rukh", Runtime: "/u/.local/share/rukh/run"}, ""},
+		{"relative home", app.Rukh, env("RUKH_HOME", "rel"), paths.Paths{}, `RUKH_HOME="rel" is not an absolute path`},
+		{"nothing set", app.Rukh, env(), paths.Paths{}, "neither XDG_DATA_HOME nor $HOME is set; set RUKH_HOME"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/paths"
 )
 
 // IOStreams are the streams a command writes to: data on Out, everything
@@ -20,20 +21,13 @@ type IOStreams struct {
 	ErrOut io.Writer
 }
 
-// Paths are the directories the CLI keeps its files in.
-type Paths struct {
-	Data    string `json:"data"`
-	Config  string `json:"config"`
-	Runtime string `json:"runtime"`
-}
-
 // Factory carries what commands need. Expensive dependencies are lazy
 // funcs, so building the tree or printing help never touches the disk.
 type Factory struct {
 	Name    string // the CLI's name, e.g. "rukh"
 	IO      IOStreams
 	HomeEnv string // e.g. RUKH_HOME
-	Paths   func() (Paths, error)
+	Paths   func() (paths.Paths, error)
 	Dir     string   // the working directory commands run in
 	Env     []string // the caller's environment (filtered before a command sees it)
 

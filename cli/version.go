@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/rukh-cli/rukh/paths"
 	"runtime"
 	"strings"
 
@@ -10,12 +11,12 @@ import (
 )
 
 type versionInfo struct {
-	Name              string   `json:"name"`
-	Version           string   `json:"version"`
-	Go                string   `json:"go"`
-	DescriptorFormats []string `json:"descriptorFormats"`
-	Features          []string `json:"features"`
-	Paths             *Paths   `json:"paths,omitempty"`
+	Name              string       `json:"name"`
+	Version           string       `json:"version"`
+	Go                string       `json:"go"`
+	DescriptorFormats []string     `json:"descriptorFormats"`
+	Features          []string     `json:"features"`
+	Paths             *paths.Paths `json:"paths,omitempty"`
 }
 
 func newVersionCmd(f *Factory) *cobra.Command {
