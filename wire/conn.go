@@ -1,0 +1,135 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// MaxFiles is how many descriptors one frame may carry (Exec's three).
+const MaxFiles = 3
+
+// Conn is a Unix-socket connection that reads and writes frames, some
+// carrying open files (SCM_RIGHTS). Writes are serialized; reads are not,
+// and belong to one goroutine.
+type Conn struct {
+	c  *net.UnixConn
+	mu sync.Mutex // serializes writes
+}
+
+// NewConn wraps c.
+func NewConn(c *net.UnixConn) *Conn { return &Conn{c: c} }
+
+// Unix is the underlying connection.
+func (c *Conn) Unix() *net.UnixConn { return c.c }
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// Send writes m's frame, with files attached to its first byte.
+func (c *Conn) Send(m *Msg, files ...*os.File) error {
+	buf, err := Encode(nil, m)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(files) == 0 {
+		_, err = c.c.Write(buf)
+		return err
+	}
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	n, _, err := c.c.WriteMsgUnix(buf, syscall.UnixRights(fds...), nil)
+	if err == nil && n < len(buf) {
+		_, err = c.c.Write(buf[n:])
+	}
+	return err
+}
+
+// Receive reads one frame and the files that came with it. Files beyond
+// MaxFiles, or sent with a frame that cannot carry them, are closed and
+// make the frame an error.
+func (c *Conn) Receive() (*Msg, []*os.File, error) {
+	var head [4]byte
+	oob := make([]byte, syscall.CmsgSpace(4*MaxFiles+4))
+	var files []*os.File
+	got := 0
+	for got < len(head) {
+		n, oobn, _, _, err := c.c.ReadMsgUnix(head[got:], oob)
+		if oobn > 0 {
+			fs, ferr := parseRights(oob[:oobn])
+			files = append(files, fs...)
+			if ferr != nil {
+				closeFiles(files)
+				return nil, nil, ferr
+			}
+		}
+		got += n
+		if err != nil {
+			closeFiles(files)
+			if got > 0 && errors.Is(err, io.EOF) {
+				err = fmt.Errorf("%w: truncated: %v", ErrFrame, io.ErrUnexpectedEOF)
+			}
+			return nil, nil, err
+		}
+		if n == 0 {
+			closeFiles(files)
+			return nil, nil, io.EOF
+		}
+	}
+	n := binary.BigEndian.Uint32(head[:])
+	if n > MaxFrame {
+		closeFiles(files)
+		return nil, nil, fmt.Errorf("%w: %d bytes announced, more than %d", ErrFrame, n, MaxFrame)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c.c, body); err != nil {
+		closeFiles(files)
+		return nil, nil, fmt.Errorf("%w: truncated: %v", ErrFrame, err)
+	}
+	m, err := Decode(body)
+	if err != nil {
+		closeFiles(files)
+		return nil, nil, err
+	}
+	if len(files) > 0 && (m.Exec == nil || len(files) != MaxFiles) {
+		closeFiles(files)
+		return nil, nil, fmt.Errorf("%w: %d descriptors with a frame that takes none or three", ErrFrame, len(files))
+	}
+	return m, files, nil
+}
+
+func parseRights(oob []byte) ([]*os.File, error) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("%w: control message: %v", ErrFrame, err)
+	}
+	var files []*os.File
+	for _, cm := range msgs {
+		fds, err := syscall.ParseUnixRights(&cm)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "passed"))
+		}
+	}
+	if len(files) > MaxFiles {
+		return files, fmt.Errorf("%w: %d descriptors, more than %d", ErrFrame, len(files), MaxFiles)
+	}
+	return files, nil
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}

@@ -1,0 +1,366 @@
+// Package wire is the protocol between a Rukh client (the CLI, `rukh mcp`)
+// and the daemon: plain message types, their CBOR framing and the closed
+// set of error codes. It imports no other package of the project, so both
+// sides share it and neither imports the other.
+//
+// # Framing
+//
+// A frame is a 4-byte big-endian length followed by that many bytes of one
+// CBOR-encoded Msg. Frames are at most MaxFrame bytes. Decoding is strict:
+// duplicate map keys, unknown fields, indefinite lengths, tags and invalid
+// UTF-8 are errors, and nesting, arrays and maps are bounded. Exactly one
+// member of a Msg other than ID is set.
+//
+// # A connection
+//
+// One connection carries one operation. The client sends Hello; the
+// daemon answers Hello or Error. The client then sends one request (Exec,
+// ListTools, CallTool, BindTask, Status or Stop); the daemon answers with
+// any number of events (Started, Progress, Diag) and then exactly one
+// final message: the request's response or an Error. While it waits the
+// client may send Cancel. Either side closing the connection ends the
+// operation; the daemon treats a client that goes away during an
+// invocation like Ctrl-C (the invocation is stopped and recorded).
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// ProtocolVersion is the version of this protocol. A daemon serves only
+// clients of the same version (and, see Hello, the same build).
+const ProtocolVersion = 1
+
+// Bounds of a frame.
+const (
+	MaxFrame    = 4 << 20 // bytes, after the length prefix
+	MaxDepth    = 16
+	MaxElements = 8192 // array elements or map pairs in one container
+)
+
+// Msg is one frame. Exactly one member besides ID is set.
+type Msg struct {
+	ID uint64 `cbor:"id,omitempty"` // unused today; reserved for multiplexing
+
+	Hello *Hello `cbor:"hello,omitempty"`
+	Error *Error `cbor:"error,omitempty"`
+
+	// Requests.
+	Exec      *Exec      `cbor:"exec,omitempty"`
+	BindTask  *BindTask  `cbor:"bindTask,omitempty"`
+	ListTools *ListTools `cbor:"listTools,omitempty"`
+	CallTool  *CallTool  `cbor:"callTool,omitempty"`
+	Status    *Status    `cbor:"status,omitempty"`
+	Stop      *Stop      `cbor:"stop,omitempty"`
+	Cancel    *Cancel    `cbor:"cancel,omitempty"`
+
+	// Events.
+	Started  *Started  `cbor:"started,omitempty"`
+	Progress *Progress `cbor:"progress,omitempty"`
+	Diag     *Diag     `cbor:"diag,omitempty"`
+
+	// Responses.
+	Exit       *Exit         `cbor:"exit,omitempty"`
+	Bound      *Bound        `cbor:"bound,omitempty"`
+	ToolPage   *ToolPage     `cbor:"toolPage,omitempty"`
+	CallResult *CallResult   `cbor:"callResult,omitempty"`
+	Daemon     *DaemonStatus `cbor:"daemon,omitempty"`
+	Stopping   *Stopping     `cbor:"stopping,omitempty"`
+}
+
+// Hello opens a connection, both ways. Build identifies the binary's
+// build (see docs/adr/0003-daemon.md): a daemon refuses a client of
+// another build rather than serve it stale code.
+type Hello struct {
+	Protocol int    `cbor:"protocol"`
+	Build    string `cbor:"build"`
+	Name     string `cbor:"name"` // the CLI's name, e.g. "rukh"
+	PID      int    `cbor:"pid,omitempty"`
+}
+
+// Error codes: a closed set. Clients map codes, never message text.
+const (
+	CodeBadRequest       = "bad_request"       // a malformed or unexpected frame
+	CodeProtocolMismatch = "protocol_mismatch" // Hello.Protocol differs
+	CodeBuildMismatch    = "build_mismatch"    // Hello.Build differs
+	CodeDaemonStale      = "daemon_stale"      // the daemon's executable changed; it is draining
+	CodeShuttingDown     = "shutting_down"     // the daemon is stopping and takes no new work
+	CodeUnknownTool      = "unknown_tool"      // unknown, obsolete or invisible tool name
+	CodeBadCursor        = "bad_cursor"        // a list cursor that is invalid or stale
+	CodeTaskUndefined    = "task_undefined"    // the bound task is not in the active profile
+	CodeStoreUnavailable = "store_unavailable" // the store could not be read or written
+	CodeStoreDamaged     = "store_damaged"     // the store file is corrupt
+	CodeInternal         = "internal"          // anything else
+)
+
+var codes = map[string]bool{
+	CodeBadRequest: true, CodeProtocolMismatch: true, CodeBuildMismatch: true, CodeDaemonStale: true,
+	CodeShuttingDown: true, CodeUnknownTool: true, CodeBadCursor: true, CodeTaskUndefined: true,
+	CodeStoreUnavailable: true, CodeStoreDamaged: true, CodeInternal: true,
+}
+
+// Error is a failure that crosses the socket.
+type Error struct {
+	Code    string `cbor:"code"`
+	Message string `cbor:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error with code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Exec runs one CLI command line in the daemon, exactly as the CLI would
+// run it in-process. Its frame carries the client's stdin, stdout and
+// stderr (SCM_RIGHTS, in that order). Dir is absolute.
+type Exec struct {
+	Args []string `cbor:"args"`
+	Dir  string   `cbor:"dir"`
+	Env  []string `cbor:"env"`
+}
+
+// Exit ends an Exec with the command line's exit status.
+type Exit struct {
+	Status int `cbor:"status"`
+}
+
+// BindTask checks the task a `rukh mcp` serves: Task, or the profile's
+// mcp.task when empty.
+type BindTask struct {
+	Task string `cbor:"task"`
+}
+
+// Bound is the task a BindTask resolved.
+type Bound struct {
+	Task string `cbor:"task"`
+}
+
+// ListTools asks for one page of the tools Task may see.
+type ListTools struct {
+	Task   string `cbor:"task"`
+	Cursor string `cbor:"cursor"`
+}
+
+// ToolPage is one page of tools in name order.
+type ToolPage struct {
+	Revision   uint64  `cbor:"revision"`
+	Tools      []*Tool `cbor:"tools"`
+	NextCursor string  `cbor:"nextCursor"`
+}
+
+// Tool is one MCP tool as listed.
+type Tool struct {
+	Name         string       `cbor:"name"`
+	Title        string       `cbor:"title"`
+	Description  string       `cbor:"description"`
+	InputSchema  []byte       `cbor:"inputSchema"`  // JSON
+	OutputSchema []byte       `cbor:"outputSchema"` // JSON
+	Annotations  *Annotations `cbor:"annotations,omitempty"`
+}
+
+// Annotations are a tool's hints; nil members are not declared.
+type Annotations struct {
+	ReadOnly    *bool `cbor:"readOnly,omitempty"`
+	Destructive *bool `cbor:"destructive,omitempty"`
+	Idempotent  *bool `cbor:"idempotent,omitempty"`
+	OpenWorld   *bool `cbor:"openWorld,omitempty"`
+}
+
+// CallTool calls a tool by name under Task. The daemon resolves the name
+// against its own current revision and pins the command itself.
+type CallTool struct {
+	Task      string `cbor:"task"`
+	Name      string `cbor:"name"`
+	Arguments []byte `cbor:"arguments"` // JSON, as the client sent it
+	Progress  bool   `cbor:"progress"`  // send Progress events
+	Diag      bool   `cbor:"diag"`      // send Diag events (the diagnostics log)
+}
+
+// Cancel stops the operation in progress; Reason is "interrupted" or
+// "client_cancelled".
+type Cancel struct {
+	Reason string `cbor:"reason"`
+}
+
+// Started says an invocation began, with its id.
+type Started struct {
+	InvocationID string `cbor:"invocationId"`
+}
+
+// Progress is a command's progress report.
+type Progress struct {
+	Message string `cbor:"message"`
+	Done    *int64 `cbor:"done,omitempty"`
+	Total   *int64 `cbor:"total,omitempty"`
+}
+
+// Diag is one line of the diagnostics log, newline included.
+type Diag struct {
+	Line string `cbor:"line"`
+}
+
+// CallResult is the committed outcome of a tool call.
+type CallResult struct {
+	InvocationID string         `cbor:"invocationId"`
+	Outcome      string         `cbor:"outcome"`
+	Reason       string         `cbor:"reason"`
+	Message      string         `cbor:"message"`
+	Result       *CommandResult `cbor:"result,omitempty"`
+	Effects      []Effect       `cbor:"effects,omitempty"`
+	InputSchema  []byte         `cbor:"inputSchema,omitempty"` // the tool's, for an invalid_input refusal
+	RecordError  string         `cbor:"recordError,omitempty"` // the outcome could not be recorded
+}
+
+// CommandResult is a command's validated result.
+type CommandResult struct {
+	Kind string `cbor:"kind"` // "text" or "structured"
+	Text string `cbor:"text,omitempty"`
+	Data []byte `cbor:"data,omitempty"` // JSON
+}
+
+// Effect is a safe effect reference a command reported.
+type Effect struct {
+	Kind string `cbor:"kind"`
+	Ref  string `cbor:"ref"`
+}
+
+// Status asks the daemon how it is.
+type Status struct{}
+
+// DaemonStatus is the daemon's answer to Status.
+type DaemonStatus struct {
+	PID         int    `cbor:"pid"`
+	Build       string `cbor:"build"`
+	StartedUnix int64  `cbor:"startedUnix"` // seconds
+	Socket      string `cbor:"socket"`
+	Activated   bool   `cbor:"activated"` // the socket came from systemd
+	Revision    uint64 `cbor:"revision"`
+	Connections int    `cbor:"connections"`
+	InFlight    int    `cbor:"inFlight"` // running invocations
+	RSSBytes    int64  `cbor:"rssBytes"`
+}
+
+// Stop asks the daemon to stop: take no new work, finalize what runs,
+// exit.
+type Stop struct{}
+
+// Stopping acknowledges Stop.
+type Stopping struct{}
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	encMode, err = cbor.EncOptions{Sort: cbor.SortCoreDeterministic}.EncMode()
+	if err != nil {
+		panic(err)
+	}
+	decMode, err = cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		IndefLength:       cbor.IndefLengthForbidden,
+		TagsMd:            cbor.TagsForbidden,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+		UTF8:              cbor.UTF8RejectInvalid,
+		MaxNestedLevels:   MaxDepth,
+		MaxArrayElements:  MaxElements,
+		MaxMapPairs:       MaxElements,
+		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
+	}.DecMode()
+	if err != nil {
+		panic(err)
+	}
+}
+
+// ErrFrame is wrapped by every error about a frame's bytes.
+var ErrFrame = errors.New("bad frame")
+
+// Encode appends m's frame to buf.
+func Encode(buf []byte, m *Msg) ([]byte, error) {
+	body, err := encMode.Marshal(m)
+	if err != nil {
+		return buf, err
+	}
+	if len(body) > MaxFrame {
+		return buf, fmt.Errorf("%w: %d bytes, more than %d", ErrFrame, len(body), MaxFrame)
+	}
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(body)))
+	return append(buf, body...), nil
+}
+
+// Decode decodes one frame body (without its length prefix) strictly.
+func Decode(body []byte) (*Msg, error) {
+	var m Msg
+	if err := decMode.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrFrame, err)
+	}
+	if n := m.members(); n != 1 {
+		return nil, fmt.Errorf("%w: %d members set, want exactly one", ErrFrame, n)
+	}
+	if m.Error != nil && !codes[m.Error.Code] {
+		return nil, fmt.Errorf("%w: unknown error code %q", ErrFrame, m.Error.Code)
+	}
+	return &m, nil
+}
+
+// members counts the set members of m besides ID.
+func (m *Msg) members() int {
+	v := reflect.ValueOf(m).Elem()
+	n := 0
+	for i := 1; i < v.NumField(); i++ {
+		if !v.Field(i).IsNil() {
+			n++
+		}
+	}
+	return n
+}
+
+// ReadFrame reads one frame body from r; at most MaxFrame bytes are
+// allocated, whatever the prefix says.
+func ReadFrame(r io.Reader) ([]byte, error) {
+	var head [4]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(head[:])
+	if n > MaxFrame {
+		return nil, fmt.Errorf("%w: %d bytes announced, more than %d", ErrFrame, n, MaxFrame)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("%w: truncated: %v", ErrFrame, err)
+	}
+	return body, nil
+}
+
+// Read reads and decodes one frame.
+func Read(r io.Reader) (*Msg, error) {
+	body, err := ReadFrame(r)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(body)
+}
+
+// Write encodes m and writes its frame in one Write.
+func Write(w io.Writer, m *Msg) error {
+	buf, err := Encode(nil, m)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(buf)
+	return err
+}

@@ -1,0 +1,200 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func frame(body []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
+
+func TestRoundTrip(t *testing.T) {
+	done := int64(2)
+	for _, m := range []*Msg{
+		{Hello: &Hello{Protocol: ProtocolVersion, Build: "b", Name: "rukh", PID: 7}},
+		{Exec: &Exec{Args: []string{"deploy", "status", "--env", "stage"}, Dir: "/tmp", Env: []string{"A=b"}}},
+		{CallTool: &CallTool{Task: "agent", Name: "x__y", Arguments: []byte(`{"a":1}`), Progress: true}},
+		{Progress: &Progress{Message: "m", Done: &done}},
+		{CallResult: &CallResult{InvocationID: "i", Outcome: "succeeded", Result: &CommandResult{Kind: "structured", Data: []byte(`{}`)}, Effects: []Effect{{Kind: "k", Ref: "r"}}}},
+		{ToolPage: &ToolPage{Revision: 3, Tools: []*Tool{{Name: "n", InputSchema: []byte(`{}`)}}, NextCursor: "c"}},
+		{Error: &Error{Code: CodeUnknownTool, Message: `unknown tool "x"`}},
+		{Status: &Status{}},
+	} {
+		buf, err := Encode(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Read(bytes.NewReader(buf))
+		if err != nil {
+			t.Fatalf("%+v: %v", m, err)
+		}
+		if !reflect.DeepEqual(got, m) {
+			t.Errorf("round trip: got %+v, want %+v", got, m)
+		}
+	}
+}
+
+// Every malformed frame is an error wrapping ErrFrame, never a panic or a
+// silently different message.
+func TestStrictDecoding(t *testing.T) {
+	deep := []byte{0xa1, 0x65, 'h', 'e', 'l', 'l', 'o'} // {"hello": [[[[…]]]]}
+	for range 40 {
+		deep = append(deep, 0x81)
+	}
+	deep = append(deep, 0x00)
+	big := []byte{0xa1, 0x69, 'l', 'i', 's', 't', 'T', 'o', 'o', 'l', 's', 0xa2, 0x64, 't', 'a', 's', 'k', 0x60, 0x66, 'c', 'u', 'r', 's', 'o', 'r', 0x60}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"duplicate key", []byte{0xa2, 0x66, 's', 't', 'a', 't', 'u', 's', 0xa0, 0x66, 's', 't', 'a', 't', 'u', 's', 0xa0}, "duplicate map key"},
+		{"unknown field", []byte{0xa1, 0x64, 'n', 'o', 'p', 'e', 0xa0}, "unknown field"},
+		{"unknown inner field", []byte{0xa1, 0x66, 's', 't', 'a', 't', 'u', 's', 0xa1, 0x61, 'x', 0x01}, "unknown field"},
+		{"indefinite map", []byte{0xbf, 0x66, 's', 't', 'a', 't', 'u', 's', 0xa0, 0xff}, "indefinite"},
+		{"tag", []byte{0xc0, 0xa1, 0x66, 's', 't', 'a', 't', 'u', 's', 0xa0}, "tag"},
+		{"no member", []byte{0xa0}, "0 members set"},
+		{"two members", []byte{0xa2, 0x66, 's', 't', 'a', 't', 'u', 's', 0xa0, 0x64, 's', 't', 'o', 'p', 0xa0}, "2 members set"},
+		{"too deep", deep, "exceeded max nested level"},
+		{"wrong type", []byte{0xa1, 0x66, 's', 't', 'a', 't', 'u', 's', 0x01}, "cannot unmarshal"},
+		{"unknown error code", []byte{0xa1, 0x65, 'e', 'r', 'r', 'o', 'r', 0xa2, 0x64, 'c', 'o', 'd', 'e', 0x61, 'x', 0x67, 'm', 'e', 's', 's', 'a', 'g', 'e', 0x60}, `unknown error code "x"`},
+		{"empty", nil, "EOF"},
+		{"trailing data", append([]byte{0xa1, 0x64, 's', 't', 'o', 'p', 0xa0}, 0x00), "extraneous data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(tc.body)
+			if err == nil || !errors.Is(err, ErrFrame) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Decode = %v, want an ErrFrame containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Decode(big); err != nil {
+		t.Errorf("a valid listTools frame: %v", err)
+	}
+	// Invalid UTF-8 in a text string.
+	bad := []byte{0xa1, 0x65, 'h', 'e', 'l', 'l', 'o', 0xa3, 0x68, 'p', 'r', 'o', 't', 'o', 'c', 'o', 'l', 0x01, 0x65, 'b', 'u', 'i', 'l', 'd', 0x61, 0xff, 0x64, 'n', 'a', 'm', 'e', 0x60}
+	if _, err := Decode(bad); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("invalid UTF-8: %v", err)
+	}
+}
+
+func TestFrameBounds(t *testing.T) {
+	// An announced length over the bound is refused before allocating.
+	head := binary.BigEndian.AppendUint32(nil, MaxFrame+1)
+	if _, err := ReadFrame(bytes.NewReader(head)); err == nil || !errors.Is(err, ErrFrame) {
+		t.Errorf("oversized: %v", err)
+	}
+	// A truncated body is an error, not a short message.
+	full := frame([]byte{0xa1, 0x64, 's', 't', 'o', 'p', 0xa0})
+	if _, err := ReadFrame(bytes.NewReader(full[:len(full)-1])); err == nil || !errors.Is(err, ErrFrame) {
+		t.Errorf("truncated: %v", err)
+	}
+	// A clean end between frames is io.EOF.
+	if _, err := ReadFrame(bytes.NewReader(nil)); err != io.EOF {
+		t.Errorf("empty: %v", err)
+	}
+	// Encoding refuses what the other side would refuse.
+	if _, err := Encode(nil, &Msg{Diag: &Diag{Line: strings.Repeat("x", MaxFrame)}}); err == nil {
+		t.Error("an oversized message was encoded")
+	}
+}
+
+func pair(t *testing.T) (*Conn, *Conn) {
+	t.Helper()
+	fds, err := syscallSocketpair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(fd int) *Conn {
+		f := os.NewFile(uintptr(fd), "sock")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewConn(c.(*net.UnixConn))
+	}
+	a, b := mk(fds[0]), mk(fds[1])
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// Files passed with an Exec arrive as working descriptors of the same
+// files; files with any other frame are refused.
+func TestPassFiles(t *testing.T) {
+	a, b := pair(t)
+	dir := t.TempDir()
+	var files []*os.File
+	for _, name := range []string{"in", "out", "err"} {
+		f, err := os.Create(dir + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files = append(files, f)
+	}
+	if err := a.Send(&Msg{Exec: &Exec{Args: []string{"x"}, Dir: "/"}}, files...); err != nil {
+		t.Fatal(err)
+	}
+	m, got, err := b.Receive()
+	if err != nil || m.Exec == nil || len(got) != 3 {
+		t.Fatalf("Receive = %+v, %d files, %v", m, len(got), err)
+	}
+	if _, err := got[1].WriteString("via the passed descriptor"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got {
+		f.Close()
+	}
+	if data, _ := os.ReadFile(dir + "/out"); string(data) != "via the passed descriptor" {
+		t.Errorf("out holds %q", data)
+	}
+
+	if err := a.Send(&Msg{Status: &Status{}}, files...); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Receive(); err == nil || !errors.Is(err, ErrFrame) {
+		t.Errorf("files with a Status frame: %v", err)
+	}
+}
+
+// FuzzDecode: no input panics; whatever decodes re-encodes to a frame
+// that decodes to the same message.
+func FuzzDecode(f *testing.F) {
+	for _, m := range []*Msg{
+		{Hello: &Hello{Protocol: 1, Build: "b", Name: "rukh"}},
+		{Exec: &Exec{Args: []string{"a"}, Dir: "/", Env: []string{"X=1"}}},
+		{CallTool: &CallTool{Task: "t", Name: "n", Arguments: []byte(`{}`)}},
+		{Error: &Error{Code: CodeInternal, Message: "m"}},
+	} {
+		buf, _ := Encode(nil, m)
+		f.Add(buf[4:])
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := Decode(body)
+		if err != nil {
+			return
+		}
+		buf, err := Encode(nil, m)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		m2, err := Decode(buf[4:])
+		if err != nil || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip: %+v → %+v, %v", m, m2, err)
+		}
+	})
+}
+
+func syscallSocketpair() ([2]int, error) {
+	return syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+}
