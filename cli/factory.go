@@ -49,6 +49,15 @@ func (f *Factory) Host() (client.Host, error) {
 	return f.host, nil
 }
 
+// ToolHost returns what `rukh mcp` serves from.
+func (f *Factory) ToolHost() (client.ToolHost, error) {
+	h, err := f.Host()
+	if err != nil {
+		return nil, err
+	}
+	return h.(client.ToolHost), nil
+}
+
 // BuildVersion is the module version of this build, or "devel".
 func BuildVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/rukh-cli/rukh/mcp"
 	"github.com/rukh-cli/rukh/mcp/guard"
+	"github.com/rukh-cli/rukh/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -22,7 +24,7 @@ or the profile's mcp.task. Only MCP frames are written to stdout; logs and
 command diagnostics go to stderr or --log-file.`,
 		Args: exactArgs(0, "mcp takes no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := f.Host()
+			h, err := f.ToolHost()
 			if err != nil {
 				return err
 			}
@@ -35,21 +37,19 @@ command diagnostics go to stderr or --log-file.`,
 				defer lf.Close()
 				logw = lf
 			}
-			_, prof, err := h.Projection(cmd.Context())
+			task, err = h.BindTask(cmd.Context(), task)
+			var we *wire.Error
+			if errors.As(err, &we) && we.Code == wire.CodeTaskUndefined {
+				return &UsageError{fmt.Errorf("%s; see `%s profile show`", we.Message, f.Name)}
+			}
 			if err != nil {
 				return err
-			}
-			if task == "" {
-				task = prof.MCP.Task
-			}
-			if _, ok := prof.Tasks[task]; !ok {
-				return &UsageError{fmt.Errorf("task %q is not defined in the active profile; see `%s profile show`", task, f.Name)}
 			}
 			logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			fmt.Fprintf(logw, "%s mcp: serving the tools of task %q on stdio\n", f.Name, task)
 			srv := mcp.NewServer(mcp.Options{
 				Host:        h,
-				Binding:     mcp.Binding{Task: task, UID: os.Getuid()},
+				Binding:     mcp.Binding{Task: task},
 				Name:        f.Name,
 				Version:     BuildVersion(),
 				Logger:      logger,

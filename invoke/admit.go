@@ -50,6 +50,9 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		return &Outcome{Outcome: Rejected, Reason: ReasonStoreUnavailable, Message: err.Error()}, err
 	}
 	req.Diagnostics.start(inv.ID, t, req, ad.taskName)
+	if req.OnStart != nil {
+		req.OnStart(inv.ID)
+	}
 	out = c.run(ctx, t, req, inv.ID, ad)
 	out.InvocationID = inv.ID
 	return out, c.finish(inv.ID, out)

@@ -102,6 +102,7 @@ type Request struct {
 	Dir            string   // the caller's working directory
 	Env            []string // the caller's environment; filtered by EnvAllowlist
 	Interactive    bool
+	OnStart        func(invocationID string) // called once an admitted invocation is recorded, before it runs
 	OnProgress     func(extproto.Progress)
 	CancelReason   func() string   // why ctx was cancelled: ReasonInterrupted (default) or ReasonClientCancelled
 	Diagnostics    *DiagnosticsLog // where drained output and outcomes are logged; nil logs nothing

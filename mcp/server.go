@@ -7,10 +7,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,35 +20,32 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/rukh-cli/rukh/client"
-	"github.com/rukh-cli/rukh/extproto"
-	"github.com/rukh-cli/rukh/invoke"
-	"github.com/rukh-cli/rukh/profile"
-	"github.com/rukh-cli/rukh/projection"
+	"github.com/rukh-cli/rukh/wire"
 )
 
-// Listing limits (DESIGN I8, §9).
+// The reasons a call is stopped for (the invocation core's vocabulary).
 const (
-	PageTools    = 32
-	PageBytes    = 1 << 20
-	ListDeadline = 30 * time.Second
+	reasonInterrupted     = "interrupted"
+	reasonClientCancelled = "client_cancelled"
+	reasonInvalidInput    = "invalid_input"
 )
 
 // Binding is the launch binding of one `rukh mcp` process: fixed at start,
 // never changed by anything a client sends (tool arguments and clientInfo
-// claim nothing).
+// claim nothing). The subject is the user the process runs as, which the
+// daemon reads from the kernel (SO_PEERCRED).
 type Binding struct {
 	Task string // the task preset every call runs under
-	UID  int    // the subject: the local user who started the server
 }
 
 // Options configure a server.
 type Options struct {
-	Host    client.Host
+	Host    client.ToolHost
 	Binding Binding
 	Name    string // the CLI's name, e.g. "rukh"
 	Version string
 	Logger  *slog.Logger
-	// Diagnostics receives the diagnostics log (invoke.DiagnosticsLog):
+	// Diagnostics receives the diagnostics log:
 	// the bounded stdout and stderr of commands, line by line, and each
 	// invocation's start and outcome; never the protocol's stdout.
 	Diagnostics io.Writer
@@ -75,7 +68,7 @@ func NewServer(opts Options) *Server {
 	life, stop := context.WithCancel(context.Background())
 	a := &adapter{opts: opts, life: life, stop: stop}
 	if opts.Diagnostics != nil {
-		a.diag = invoke.NewDiagnosticsLog(opts.Diagnostics)
+		a.diag = &lockedWriter{w: opts.Diagnostics}
 	}
 	s.AddReceivingMiddleware(a.middleware)
 	return &Server{Server: s, a: a}
@@ -100,7 +93,7 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	session, endSession := context.WithCancel(context.WithoutCancel(ctx))
 	defer endSession()
 	stopOnSignal := context.AfterFunc(ctx, func() {
-		s.a.end(invoke.ReasonInterrupted)
+		s.a.end(reasonInterrupted)
 		s.a.inflight.Wait()
 		if c := s.a.conn.Load(); c != nil {
 			c.waitAnswered(answerWait)
@@ -109,7 +102,7 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	})
 	defer stopOnSignal()
 	err := s.Server.Run(session, sessionTransport{t, s.a})
-	s.a.end(invoke.ReasonClientCancelled)
+	s.a.end(reasonClientCancelled)
 	s.a.inflight.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -132,7 +125,7 @@ func (n sessionTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &sessionConn{Connection: c, end: func() { n.a.end(invoke.ReasonClientCancelled) }, cancelled: map[string]bool{}, unanswered: map[string]bool{}}
+	sc := &sessionConn{Connection: c, end: func() { n.a.end(reasonClientCancelled) }, cancelled: map[string]bool{}, unanswered: map[string]bool{}}
 	n.a.conn.Store(sc)
 	return sc, nil
 }
@@ -268,15 +261,13 @@ type adapter struct {
 	stop     context.CancelFunc
 	why      atomic.Pointer[string]      // why life ended: the first reason given
 	conn     atomic.Pointer[sessionConn] // the session's connection, once connected
-	diag     *invoke.DiagnosticsLog
+	diag     io.Writer // the diagnostics log, one Write a line
 	inflight sync.WaitGroup
 
-	keyMu sync.Mutex
-	key   []byte // the cursor key; the store secret never changes
 }
 
-// end ends the session's life for reason (invoke.ReasonInterrupted or
-// invoke.ReasonClientCancelled), stopping every running invocation; the
+// end ends the session's life for reason (reasonInterrupted or
+// reasonClientCancelled), stopping every running invocation; the
 // first reason given is the one kept.
 func (a *adapter) end(reason string) {
 	a.why.CompareAndSwap(nil, &reason)
@@ -291,21 +282,7 @@ func (a *adapter) cancelReason() string {
 			return *why
 		}
 	}
-	return invoke.ReasonClientCancelled
-}
-
-// cursorKey reads the cursor key once per process.
-func (a *adapter) cursorKey(ctx context.Context) ([]byte, error) {
-	a.keyMu.Lock()
-	defer a.keyMu.Unlock()
-	if a.key == nil {
-		k, err := a.opts.Host.CursorKey(ctx)
-		if err != nil {
-			return nil, err
-		}
-		a.key = k
-	}
-	return a.key, nil
+	return reasonClientCancelled
 }
 
 func (a *adapter) middleware(next sdk.MethodHandler) sdk.MethodHandler {
@@ -320,127 +297,53 @@ func (a *adapter) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// visible returns the projection of the current revision and the tools
-// the bound task may see, in name order. A task that cannot be read is an
-// error, never an empty list.
-func (a *adapter) visible(ctx context.Context) (*projection.Projection, []*projection.Tool, error) {
-	p, prof, err := a.opts.Host.Projection(ctx)
-	if err != nil {
-		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "cannot read the tool projection: " + err.Error()}
-	}
-	task, ok := prof.Tasks[a.opts.Binding.Task]
-	if !ok {
-		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("the task %q this server is bound to is not defined in the active profile; the owner must restore it", a.opts.Binding.Task)}
-	}
-	var tools []*projection.Tool
-	for i := range p.Tools {
-		t := &p.Tools[i]
-		for _, pat := range task.Commands {
-			if profile.Matches(pat, t.Identity) {
-				tools = append(tools, t)
-				break
-			}
+// hostError turns a ToolHost failure into the JSON-RPC error a client
+// gets: unknown tools and stale cursors are the client's to fix (invalid
+// params); everything else is the server's (internal error).
+func hostError(err error) error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case wire.CodeUnknownTool, wire.CodeBadCursor:
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: we.Message}
 		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: we.Message}
 	}
-	return p, tools, nil
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
 func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, ListDeadline)
-	defer cancel()
-	p, tools, err := a.visible(ctx)
+	cursor := ""
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	page, err := a.opts.Host.ListTools(ctx, a.opts.Binding.Task, cursor)
 	if err != nil {
-		return nil, err
+		return nil, hostError(err)
 	}
-	start := 0
-	if req.Params != nil && req.Params.Cursor != "" {
-		key, err := a.cursorKey(ctx)
-		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-		pos, ok := readCursor(key, req.Params.Cursor, p.Revision, a.opts.Binding.Task)
-		if !ok || pos > len(tools) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-				Message: "the cursor is invalid or from an older tool list (the profile changed); list the tools again from the start"}
-		}
-		start = pos
-	}
-	res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}, Cacheable: sdk.Cacheable{TTLMs: 0, CacheScope: "private"}}
-	size := 0
-	end := start
-	for ; end < len(tools) && end-start < PageTools; end++ {
-		t := toSDK(tools[end])
-		n := len(t.Name) + len(t.Title) + len(t.Description) + len(tools[end].InputSchema) + len(tools[end].OutputSchema) + 256
-		if end > start && size+n > PageBytes {
-			break
-		}
-		size += n
-		res.Tools = append(res.Tools, t)
-	}
-	if end < len(tools) {
-		key, err := a.cursorKey(ctx)
-		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-		res.NextCursor = makeCursor(key, p.Revision, a.opts.Binding.Task, end)
+	res := &sdk.ListToolsResult{Tools: make([]*sdk.Tool, 0, len(page.Tools)), NextCursor: page.NextCursor,
+		Cacheable: sdk.Cacheable{TTLMs: 0, CacheScope: "private"}}
+	for _, t := range page.Tools {
+		res.Tools = append(res.Tools, toSDK(t))
 	}
 	return res, nil
 }
 
-func toSDK(t *projection.Tool) *sdk.Tool {
+func toSDK(t *wire.Tool) *sdk.Tool {
 	st := &sdk.Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+		InputSchema: json.RawMessage(t.InputSchema), OutputSchema: json.RawMessage(t.OutputSchema),
 	}
-	an := t.Annotations
-	if an.ReadOnlyHint != nil || an.DestructiveHint != nil || an.IdempotentHint != nil || an.OpenWorldHint != nil {
-		st.Annotations = &sdk.ToolAnnotations{DestructiveHint: an.DestructiveHint, OpenWorldHint: an.OpenWorldHint}
-		if an.ReadOnlyHint != nil {
-			st.Annotations.ReadOnlyHint = *an.ReadOnlyHint
+	if an := t.Annotations; an != nil {
+		st.Annotations = &sdk.ToolAnnotations{DestructiveHint: an.Destructive, OpenWorldHint: an.OpenWorld}
+		if an.ReadOnly != nil {
+			st.Annotations.ReadOnlyHint = *an.ReadOnly
 		}
-		if an.IdempotentHint != nil {
-			st.Annotations.IdempotentHint = *an.IdempotentHint
+		if an.Idempotent != nil {
+			st.Annotations.IdempotentHint = *an.Idempotent
 		}
 	}
 	return st
-}
-
-// A cursor is base64url(revision | position | HMAC-SHA256(key, revision |
-// position | task)[:16]): bound to the revision, the visibility binding and
-// the position, and useless once any of them changes.
-func makeCursor(key []byte, rev uint64, task string, pos int) string {
-	buf := binary.BigEndian.AppendUint64(nil, rev)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(pos))
-	buf = append(buf, cursorMAC(key, buf, task)...)
-	return base64.RawURLEncoding.EncodeToString(buf)
-}
-
-func readCursor(key []byte, cursor string, rev uint64, task string) (int, bool) {
-	if len(cursor) > 64 {
-		return 0, false
-	}
-	buf, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(buf) != 12+16 {
-		return 0, false
-	}
-	if !hmac.Equal(buf[12:], cursorMAC(key, buf[:12], task)) || binary.BigEndian.Uint64(buf) != rev {
-		return 0, false
-	}
-	return int(binary.BigEndian.Uint32(buf[8:12])), true
-}
-
-func cursorMAC(key, head []byte, task string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(head)
-	m.Write([]byte(task))
-	return m.Sum(nil)[:16]
-}
-
-// errUnknownTool is the one answer for unknown, obsolete and invisible
-// names alike, so it reveals nothing about hidden tools.
-func errUnknownTool(name string) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 }
 
 func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result, error) {
@@ -451,31 +354,11 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(a.life, cancel)()
-	name := req.Params.Name
-	p, tools, err := a.visible(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tool := p.Tool(name)
-	if tool == nil || !contains(tools, tool) {
-		return nil, errUnknownTool(name)
-	}
-	target, err := a.opts.Host.ResolveTool(ctx, p.Revision, tool)
-	if errors.Is(err, invoke.ErrStale) {
-		return nil, errUnknownTool(name)
-	}
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-	}
-	r := &invoke.Request{
-		Transport:    invoke.TransportMCP,
-		Task:         a.opts.Binding.Task,
-		Arguments:    req.Params.Arguments,
-		Diagnostics:  a.diag,
-		CancelReason: a.cancelReason,
-	}
+	call := &wire.CallTool{Task: a.opts.Binding.Task, Name: req.Params.Name, Arguments: req.Params.Arguments}
+	opts := client.CallOptions{Diagnostics: a.diag, CancelReason: a.cancelReason}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
-		r.OnProgress = func(pr extproto.Progress) {
+		call.Progress = true
+		opts.OnProgress = func(pr *wire.Progress) {
 			n := &sdk.ProgressNotificationParams{ProgressToken: token, Message: pr.Message}
 			if pr.Done != nil {
 				n.Progress = float64(*pr.Done)
@@ -486,11 +369,14 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 			req.Session.NotifyProgress(ctx, n)
 		}
 	}
-	out, err := a.opts.Host.Invoke(ctx, target, r)
-	if err != nil && a.opts.Logger != nil {
-		a.opts.Logger.Error("recording the outcome failed", "invocation", out.InvocationID, "error", err)
+	out, err := a.opts.Host.CallTool(ctx, call, opts)
+	if err != nil {
+		return nil, hostError(err)
 	}
-	return result(out, tool, newProtocol(req.Params.Meta)), nil
+	if out.RecordError != "" && a.opts.Logger != nil {
+		a.opts.Logger.Error("recording the outcome failed", "invocation", out.InvocationID, "error", out.RecordError)
+	}
+	return result(out, newProtocol(req.Params.Meta)), nil
 }
 
 // newProtocol reports whether a request follows protocol 2026-07-28 or
@@ -500,22 +386,31 @@ func newProtocol(meta sdk.Meta) bool {
 	return ok && v >= "2026-07-28"
 }
 
-func contains(tools []*projection.Tool, t *projection.Tool) bool {
-	for _, x := range tools {
-		if x == t {
-			return true
-		}
-	}
-	return false
+// lockedWriter makes one Write a line of the diagnostics log, whoever
+// writes it.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // envelope is the closed core-owned result of a call (DESIGN §7).
 type envelope struct {
-	InvocationID  string            `json:"invocationId"`
-	Outcome       string            `json:"outcome"`
-	Reason        string            `json:"reason,omitempty"`
-	CommandResult *commandResult    `json:"commandResult,omitempty"`
-	Effects       []extproto.Effect `json:"effects,omitempty"`
+	InvocationID  string         `json:"invocationId"`
+	Outcome       string         `json:"outcome"`
+	Reason        string         `json:"reason,omitempty"`
+	CommandResult *commandResult `json:"commandResult,omitempty"`
+	Effects       []effect       `json:"effects,omitempty"`
+}
+
+type effect struct {
+	Kind string `json:"kind"`
+	Ref  string `json:"ref"`
 }
 
 type commandResult struct {
@@ -529,10 +424,13 @@ type commandResult struct {
 // block saying what to fix. Under protocol 2026-07-28 (complete set) the
 // result says "resultType": "complete": it is built only once the
 // invocation has been finalized, so it is final.
-func result(out *invoke.Outcome, tool *projection.Tool, complete bool) *sdk.CallToolResult {
-	env := envelope{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, Effects: out.Effects}
+func result(out *wire.CallResult, complete bool) *sdk.CallToolResult {
+	env := envelope{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason}
+	for _, e := range out.Effects {
+		env.Effects = append(env.Effects, effect{Kind: e.Kind, Ref: e.Ref})
+	}
 	if r := out.Result; r != nil {
-		cr := &commandResult{Kind: string(r.Kind)}
+		cr := &commandResult{Kind: r.Kind}
 		if r.Kind == "text" {
 			text := r.Text
 			cr.Text = &text
@@ -551,11 +449,11 @@ func result(out *invoke.Outcome, tool *projection.Tool, complete bool) *sdk.Call
 	}
 	res.StructuredContent = json.RawMessage(data)
 	res.Content = []sdk.Content{&sdk.TextContent{Text: string(data)}}
-	res.IsError = out.Outcome != invoke.Succeeded
-	if out.Outcome != invoke.Succeeded && out.Message != "" {
+	res.IsError = out.Outcome != "succeeded"
+	if res.IsError && out.Message != "" {
 		msg := out.Message
-		if out.Reason == invoke.ReasonInvalidInput {
-			msg += "\nThe tool's input schema: " + string(tool.InputSchema)
+		if out.Reason == reasonInvalidInput && len(out.InputSchema) > 0 {
+			msg += "\nThe tool's input schema: " + string(out.InputSchema)
 		}
 		res.Content = append(res.Content, &sdk.TextContent{Text: msg})
 	}

@@ -1,0 +1,257 @@
+package client
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/projection"
+	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/wire"
+)
+
+// ToolHost is what the MCP presentation asks of Rukh: the task it is
+// bound to, pages of the tools that task may see, and calls by tool name.
+// Visibility, paging and cursor signing happen behind it, so a
+// presentation never sees the cursor key or another task's tools. Its
+// types are the wire protocol's: the daemon-backed ToolHost sends them as
+// they are. Failures are *wire.Error with a code from the closed set.
+type ToolHost interface {
+	// BindTask checks that task (or, when empty, the profile's mcp.task)
+	// is defined, and returns its name.
+	BindTask(ctx context.Context, task string) (string, error)
+	ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error)
+	CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error)
+}
+
+// CallOptions are a call's ties to its presentation.
+type CallOptions struct {
+	OnStart    func(invocationID string)
+	OnProgress func(*wire.Progress)
+	// Diagnostics receives the diagnostics log's lines, one Write each;
+	// it must be safe for concurrent use. Nil logs nothing.
+	Diagnostics io.Writer
+	// CancelReason says why ctx ended: invoke.ReasonInterrupted or
+	// invoke.ReasonClientCancelled (the default).
+	CancelReason func() string
+}
+
+// Listing limits (I8).
+const (
+	PageTools    = 32
+	PageBytes    = 1 << 20
+	ListDeadline = 30 * time.Second
+)
+
+var _ ToolHost = (*Local)(nil)
+
+// visible returns the projection of the current revision and the tools
+// task may see, in name order. A task that cannot be read is an error,
+// never an empty list.
+func (l *Local) visible(ctx context.Context, task string) (*projection.Projection, []*projection.Tool, error) {
+	p, prof, err := l.Projection(ctx)
+	if err != nil {
+		return nil, nil, storeError("cannot read the tool projection", err)
+	}
+	t, ok := prof.Tasks[task]
+	if !ok {
+		return nil, nil, wire.Errorf(wire.CodeTaskUndefined,
+			"the task %q this server is bound to is not defined in the active profile; the owner must restore it", task)
+	}
+	var tools []*projection.Tool
+	for i := range p.Tools {
+		tool := &p.Tools[i]
+		for _, pat := range t.Commands {
+			if profile.Matches(pat, tool.Identity) {
+				tools = append(tools, tool)
+				break
+			}
+		}
+	}
+	return p, tools, nil
+}
+
+// storeError classifies a failure to read the store.
+func storeError(what string, err error) *wire.Error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	var corrupt *store.CorruptError
+	if errors.As(err, &corrupt) {
+		return wire.Errorf(wire.CodeStoreDamaged, "%s: %v", what, err)
+	}
+	return wire.Errorf(wire.CodeStoreUnavailable, "%s: %v", what, err)
+}
+
+func (l *Local) BindTask(ctx context.Context, task string) (string, error) {
+	_, prof, err := l.Projection(ctx)
+	if err != nil {
+		return "", storeError("cannot read the active profile", err)
+	}
+	if task == "" {
+		task = prof.MCP.Task
+	}
+	if _, ok := prof.Tasks[task]; !ok {
+		return "", wire.Errorf(wire.CodeTaskUndefined, "task %q is not defined in the active profile", task)
+	}
+	return task, nil
+}
+
+func (l *Local) ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error) {
+	ctx, cancel := context.WithTimeout(ctx, ListDeadline)
+	defer cancel()
+	p, tools, err := l.visible(ctx, task)
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	if cursor != "" {
+		key, err := l.CursorKey(ctx)
+		if err != nil {
+			return nil, storeError("cannot read the cursor key", err)
+		}
+		pos, ok := readCursor(key, cursor, p.Revision, task)
+		if !ok || pos > len(tools) {
+			return nil, wire.Errorf(wire.CodeBadCursor,
+				"the cursor is invalid or from an older tool list (the profile changed); list the tools again from the start")
+		}
+		start = pos
+	}
+	page := &wire.ToolPage{Revision: p.Revision, Tools: []*wire.Tool{}}
+	size := 0
+	end := start
+	for ; end < len(tools) && end-start < PageTools; end++ {
+		t := wireTool(tools[end])
+		n := len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.OutputSchema) + 256
+		if end > start && size+n > PageBytes {
+			break
+		}
+		size += n
+		page.Tools = append(page.Tools, t)
+	}
+	if end < len(tools) {
+		key, err := l.CursorKey(ctx)
+		if err != nil {
+			return nil, storeError("cannot read the cursor key", err)
+		}
+		page.NextCursor = makeCursor(key, p.Revision, task, end)
+	}
+	return page, nil
+}
+
+func wireTool(t *projection.Tool) *wire.Tool {
+	wt := &wire.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+	if an := t.Annotations; an.ReadOnlyHint != nil || an.DestructiveHint != nil || an.IdempotentHint != nil || an.OpenWorldHint != nil {
+		wt.Annotations = &wire.Annotations{ReadOnly: an.ReadOnlyHint, Destructive: an.DestructiveHint,
+			Idempotent: an.IdempotentHint, OpenWorld: an.OpenWorldHint}
+	}
+	return wt
+}
+
+// A cursor is base64url(revision | position | HMAC-SHA256(key, revision |
+// position | task)[:16]): bound to the revision, the visibility binding and
+// the position, and useless once any of them changes.
+func makeCursor(key []byte, rev uint64, task string, pos int) string {
+	buf := binary.BigEndian.AppendUint64(nil, rev)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(pos))
+	buf = append(buf, cursorMAC(key, buf, task)...)
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+func readCursor(key []byte, cursor string, rev uint64, task string) (int, bool) {
+	if len(cursor) > 64 {
+		return 0, false
+	}
+	buf, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(buf) != 12+16 {
+		return 0, false
+	}
+	if !hmac.Equal(buf[12:], cursorMAC(key, buf[:12], task)) || binary.BigEndian.Uint64(buf) != rev {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint32(buf[8:12])), true
+}
+
+func cursorMAC(key, head []byte, task string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(head)
+	m.Write([]byte(task))
+	return m.Sum(nil)[:16]
+}
+
+// errUnknownTool is the one answer for unknown, obsolete and invisible
+// names alike, so it reveals nothing about hidden tools.
+func errUnknownTool(name string) error {
+	return wire.Errorf(wire.CodeUnknownTool, "unknown tool %q", name)
+}
+
+func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error) {
+	p, tools, err := l.visible(ctx, call.Task)
+	if err != nil {
+		return nil, err
+	}
+	tool := p.Tool(call.Name)
+	if tool == nil || !contains(tools, tool) {
+		return nil, errUnknownTool(call.Name)
+	}
+	target, err := l.ResolveTool(ctx, p.Revision, tool)
+	if errors.Is(err, invoke.ErrStale) {
+		return nil, errUnknownTool(call.Name)
+	}
+	if err != nil {
+		return nil, storeError("cannot pin the tool's command", err)
+	}
+	r := &invoke.Request{
+		Transport:    invoke.TransportMCP,
+		Task:         call.Task,
+		Arguments:    call.Arguments,
+		CancelReason: opts.CancelReason,
+		OnStart:      opts.OnStart,
+	}
+	if r.CancelReason == nil {
+		r.CancelReason = func() string { return invoke.ReasonClientCancelled }
+	}
+	if opts.Diagnostics != nil {
+		r.Diagnostics = invoke.NewDiagnosticsLog(opts.Diagnostics)
+	}
+	if opts.OnProgress != nil {
+		r.OnProgress = func(pr extproto.Progress) {
+			opts.OnProgress(&wire.Progress{Message: pr.Message, Done: pr.Done, Total: pr.Total})
+		}
+	}
+	out, err := l.Invoke(ctx, target, r)
+	res := &wire.CallResult{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, Message: out.Message}
+	if rr := out.Result; rr != nil {
+		res.Result = &wire.CommandResult{Kind: string(rr.Kind), Text: rr.Text, Data: rr.Data}
+	}
+	for _, e := range out.Effects {
+		res.Effects = append(res.Effects, wire.Effect{Kind: e.Kind, Ref: e.Ref})
+	}
+	if out.Reason == invoke.ReasonInvalidInput {
+		res.InputSchema = tool.InputSchema
+	}
+	if err != nil {
+		res.RecordError = fmt.Sprintf("recording invocation %s failed: %v", out.InvocationID, err)
+	}
+	return res, nil
+}
+
+func contains(tools []*projection.Tool, t *projection.Tool) bool {
+	for _, x := range tools {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
