@@ -261,9 +261,8 @@ type adapter struct {
 	stop     context.CancelFunc
 	why      atomic.Pointer[string]      // why life ended: the first reason given
 	conn     atomic.Pointer[sessionConn] // the session's connection, once connected
-	diag     io.Writer // the diagnostics log, one Write a line
+	diag     io.Writer                   // the diagnostics log, one Write a line
 	inflight sync.WaitGroup
-
 }
 
 // end ends the session's life for reason (reasonInterrupted or
