@@ -1,0 +1,261 @@
+package systemd
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// unit is a parsed unit file: section → key → values (a key may repeat),
+// and the keys whose line has no comment directly above it.
+type unit struct {
+	keys       map[string]map[string][]string
+	undocument map[string][]string // section → keys without a comment above
+}
+
+func (u unit) get(section, key string) []string { return u.keys[section][key] }
+
+func parseUnit(t *testing.T, name string) unit {
+	t.Helper()
+	data, err := Units.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := unit{keys: map[string]map[string][]string{}, undocument: map[string][]string{}}
+	section, commented := "", false
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "":
+			commented = false
+		case strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+			commented = true
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section, commented = line, false
+			u.keys[section] = map[string][]string{}
+		default:
+			key, value, ok := strings.Cut(line, "=")
+			if !ok || section == "" || strings.HasSuffix(line, `\`) {
+				t.Fatalf("%s:%d: not a plain key=value line in a section: %q", name, n, line)
+			}
+			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+			u.keys[section][key] = append(u.keys[section][key], value)
+			if !commented {
+				u.undocument[section] = append(u.undocument[section], key)
+			}
+			commented = false
+		}
+	}
+	return u
+}
+
+// TestUnitsContract checks the units against the daemon's contract: the
+// socket systemd creates is the one the CLI and rukhd use, with the same
+// modes; rukhd is a notify service started only through its socket,
+// stopped so that it can finalize and no child survives; and the service
+// has none of the sandboxing that would make an extension program behave
+// unlike the same program run from the user's shell. Every directive of
+// [Socket] and [Service] says why it is there in a comment above it.
+func TestUnitsContract(t *testing.T) {
+	sock := parseUnit(t, "rukhd.socket")
+	svc := parseUnit(t, "rukhd.service")
+
+	want := func(u unit, file, section, key string, values ...string) {
+		t.Helper()
+		if got := u.get(section, key); strings.Join(got, "\n") != strings.Join(values, "\n") {
+			t.Errorf("%s: %s %s=%q, want %q", file, section, key, got, values)
+		}
+	}
+	want(sock, "rukhd.socket", "[Socket]", "ListenStream", "%t/rukh/rukhd.sock")
+	want(sock, "rukhd.socket", "[Socket]", "SocketMode", "0600")
+	want(sock, "rukhd.socket", "[Socket]", "DirectoryMode", "0700")
+	want(sock, "rukhd.socket", "[Socket]", "Accept") // one rukhd takes the listening fd
+	want(sock, "rukhd.socket", "[Socket]", "Service")
+	want(sock, "rukhd.socket", "[Install]", "WantedBy", "sockets.target")
+
+	want(svc, "rukhd.service", "[Unit]", "Requires", "rukhd.socket")
+	want(svc, "rukhd.service", "[Unit]", "After", "rukhd.socket")
+	want(svc, "rukhd.service", "[Service]", "Type", "notify")
+	want(svc, "rukhd.service", "[Service]", "NotifyAccess", "main")
+	want(svc, "rukhd.service", "[Service]", "ExecStart", "/usr/bin/rukhd --idle-timeout 15m")
+	// always would restart an idle exit at once, defeating --idle-timeout.
+	want(svc, "rukhd.service", "[Service]", "Restart", "on-failure")
+	want(svc, "rukhd.service", "[Service]", "KillMode", "mixed")
+	if len(svc.get("[Service]", "TimeoutStopSec")) != 1 {
+		t.Errorf("rukhd.service: TimeoutStopSec= must bound the time rukhd has to finalize")
+	}
+	want(svc, "rukhd.service", "[Install]", "Also", "rukhd.socket")
+
+	// Each of these would break some program an extension runs, or make it
+	// behave unlike the same command run without the daemon.
+	forbidden := map[string]string{
+		"PrivateTmp":              "the CLI passes /tmp paths to the daemon",
+		"ProtectHome":             "extensions work on the user's files",
+		"ProtectSystem":           "setuid helpers and tools may write outside $HOME",
+		"ReadOnlyPaths":           "hides or freezes paths extensions use",
+		"InaccessiblePaths":       "hides paths extensions use",
+		"TemporaryFileSystem":     "hides paths extensions use",
+		"PrivateUsers":            "setuid programs fail in a user namespace",
+		"PrivateDevices":          "needs PrivateUsers= in a user manager",
+		"PrivateNetwork":          "extensions talk to the network",
+		"ProtectKernelTunables":   "needs PrivateUsers= in a user manager",
+		"ProtectKernelModules":    "needs PrivateUsers= in a user manager",
+		"ProtectKernelLogs":       "needs PrivateUsers= in a user manager",
+		"ProtectControlGroups":    "needs PrivateUsers= in a user manager",
+		"ProtectClock":            "implies NoNewPrivileges= in a user manager",
+		"ProtectHostname":         "needs PrivateUsers= in a user manager",
+		"ProtectProc":             "needs PrivateUsers= in a user manager",
+		"NoNewPrivileges":         "breaks setuid helpers users call",
+		"MemoryDenyWriteExecute":  "breaks JITs (Java, Node, PyPy)",
+		"SystemCallFilter":        "breaks common programs; implies NoNewPrivileges=",
+		"SystemCallArchitectures": "implies NoNewPrivileges= in a user manager",
+		"RestrictAddressFamilies": "implies NoNewPrivileges= in a user manager",
+		"RestrictNamespaces":      "implies NoNewPrivileges=; breaks sandboxing tools",
+		"RestrictSUIDSGID":        "implies NoNewPrivileges= in a user manager",
+		"RestrictRealtime":        "implies NoNewPrivileges= in a user manager",
+		"LockPersonality":         "implies NoNewPrivileges=; breaks setarch and gdb",
+		"CapabilityBoundingSet":   "setuid programs lose the capabilities they need",
+		"DynamicUser":             "extensions run as the user",
+		"User":                    "extensions run as the user",
+		"UMask":                   "files would get other modes than without rukhd",
+		"MemoryMax":               "limits every extension together",
+		"TasksMax":                "limits every extension together",
+	}
+	for key, why := range forbidden {
+		if v := svc.get("[Service]", key); v != nil {
+			t.Errorf("rukhd.service sets %s=%s: %s", key, strings.Join(v, " "), why)
+		}
+	}
+	for _, file := range []struct {
+		name    string
+		u       unit
+		section string
+	}{{"rukhd.socket", sock, "[Socket]"}, {"rukhd.service", svc, "[Service]"}} {
+		if keys := file.u.undocument[file.section]; len(keys) > 0 {
+			t.Errorf("%s: %s directives without a comment saying why: %s", file.name, file.section, strings.Join(keys, ", "))
+		}
+	}
+}
+
+// systemdAnalyze returns the path of systemd-analyze, skipping the test
+// when it is missing outside CI.
+func systemdAnalyze(t *testing.T) string {
+	t.Helper()
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("systemd-analyze is missing (%v): .ci/run must install the systemd package before `make test`", err)
+		}
+		t.Skipf("systemd-analyze is missing (%v); `apt-get install systemd` enables this test", err)
+	}
+	return sa
+}
+
+// verify writes the units into a fresh directory with ExecStart pointing at
+// rukhd and runs `systemd-analyze verify --user` on them. It needs no
+// systemd as PID 1 and no user session: verify only loads the units into
+// a test manager, whose runtime directory (%t) is a temporary one. It
+// returns the lines of output and the exit error.
+func verify(t *testing.T, sa, rukhd string, edit func(name, text string) string) ([]string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	units := filepath.Join(dir, "units")
+	run := filepath.Join(dir, "run")
+	for _, d := range []string{units, run, filepath.Join(dir, "home")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var paths []string
+	for _, name := range []string{"rukhd.socket", "rukhd.service"} {
+		data, err := Units.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		if name == "rukhd.service" {
+			const exec = "\nExecStart=/usr/bin/rukhd "
+			if strings.Count(text, exec) != 1 {
+				t.Fatalf("rukhd.service has no single %q line", exec[1:])
+			}
+			text = strings.Replace(text, exec, "\nExecStart="+rukhd+" ", 1)
+		}
+		if edit != nil {
+			text = edit(name, text)
+		}
+		p := filepath.Join(units, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	// The man page (Documentation=man:rukh(1)) ships in the .deb; the
+	// packaging test verifies the installed units with it. Here it does
+	// not exist yet.
+	cmd := exec.Command(sa, append([]string{"verify", "--user", "--man=no"}, paths...)...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run, "HOME="+filepath.Join(dir, "home"),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "home", ".config"), "SYSTEMD_LOG_COLOR=0")
+	out, err := cmd.CombinedOutput()
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, err
+}
+
+// buildRukhd builds the real rukhd for ExecStart: verify checks that the
+// command exists and is executable.
+func buildRukhd(t *testing.T) string {
+	t.Helper()
+	rukhd := filepath.Join(t.TempDir(), "rukhd")
+	if out, err := exec.Command("go", "build", "-o", rukhd, "../cmd/rukhd").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return rukhd
+}
+
+// TestVerify runs `systemd-analyze verify --user` on the units (ExecStart
+// pointing at a freshly built rukhd) and fails on a non-zero exit or any
+// line it prints about them. A mistyped directive, for one, is only a
+// warning with exit status 0: the second subtest makes sure such a
+// warning is caught, so a clean first run means something.
+func TestVerify(t *testing.T) {
+	sa := systemdAnalyze(t)
+	rukhd := buildRukhd(t)
+
+	t.Run("units", func(t *testing.T) {
+		lines, err := verify(t, sa, rukhd, nil)
+		if err != nil {
+			t.Errorf("systemd-analyze verify: %v", err)
+		}
+		for _, l := range lines {
+			if strings.Contains(l, "rukhd") || err != nil {
+				t.Errorf("systemd-analyze verify: %s", l)
+			} else {
+				t.Logf("systemd-analyze verify (not about the units): %s", l)
+			}
+		}
+	})
+
+	t.Run("a warning is caught", func(t *testing.T) {
+		lines, err := verify(t, sa, rukhd, func(name, text string) string {
+			if name == "rukhd.service" {
+				text = strings.Replace(text, "KillMode=mixed", "KillMode=mixed\nKilMode=mixed", 1)
+			}
+			return text
+		})
+		found := false
+		for _, l := range lines {
+			found = found || (strings.Contains(l, "rukhd.service") && strings.Contains(l, "KilMode"))
+		}
+		if !found {
+			t.Errorf("systemd-analyze verify did not warn about a mistyped key (exit: %v):\n%s", err, strings.Join(lines, "\n"))
+		}
+	})
+}
