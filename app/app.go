@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -34,8 +33,12 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 }
 
 // Main runs the CLI with the process's streams, environment and signals
-// and returns its exit status.
+// and returns its exit status. When the CLI's daemon answers, the whole
+// command line runs there (see forward); otherwise here.
 func Main(cfg Config, args []string) int {
+	if status, ok := forward(cfg, args); ok {
+		return status
+	}
 	// The first Ctrl-C or SIGTERM cancels the context (a running command
 	// is stopped and recorded as interrupted); a second one has its
 	// default effect and ends the process at once.
@@ -48,8 +51,8 @@ func Main(cfg Config, args []string) int {
 	return Run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Environ())
 }
 
-// Run runs the CLI with explicit streams and environment ("KEY=value"
-// pairs), for tests and embedders.
+// Run runs the CLI in this process with explicit streams and environment
+// ("KEY=value" pairs), for tests and embedders.
 func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, environ []string) int {
 	getenv := func(key string) string {
 		for i := len(environ) - 1; i >= 0; i-- {
@@ -69,15 +72,4 @@ func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, envi
 		Env:     environ,
 	}
 	return cli.Execute(ctx, f, args)
-}
-
-// DaemonMain is rukhd's entry point. The daemon arrives with the daemon
-// issue; until then it says so instead of pretending to serve.
-func DaemonMain(cfg Config, args []string) int {
-	if len(args) == 1 && (args[0] == "--version" || args[0] == "version") {
-		fmt.Fprintf(os.Stdout, "%sd %s\n", cfg.Name, cli.BuildVersion())
-		return 0
-	}
-	fmt.Fprintf(os.Stderr, "%sd: the daemon is not part of this build yet; %s works without it\n", cfg.Name, cfg.Name)
-	return cli.ExitUnavailable
 }

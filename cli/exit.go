@@ -20,6 +20,7 @@ const (
 	ExitDenied      = 77  // denied
 	ExitDeadline    = 124 // deadline expired
 	ExitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM)
+	ExitBrokenPipe  = 141 // stdout's reader went away (128 + SIGPIPE)
 )
 
 // OutcomeStatus maps an invocation's outcome to the exit status

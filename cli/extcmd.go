@@ -211,7 +211,7 @@ func newExtensionCmd(f *Factory, host client.Host, t *invoke.Target) *cobra.Comm
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		req := &invoke.Request{
 			Transport: invoke.TransportCLI, Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut,
-			Dir: f.Dir, Env: f.Env, Interactive: isTerminal(f.IO.In),
+			Dir: f.Dir, Env: f.Env, Interactive: isTerminal(f.IO.In), OnStart: f.OnInvocation,
 			OnProgress: func(p extproto.Progress) { printProgress(f, p) },
 		}
 		if passthrough {

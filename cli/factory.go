@@ -10,7 +10,9 @@ import (
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/thin"
 )
 
 // IOStreams are the streams a command writes to: data on Out, everything
@@ -31,6 +33,16 @@ type Factory struct {
 	Dir     string   // the working directory commands run in
 	Env     []string // the caller's environment (filtered before a command sees it)
 
+	// NewHost, when set, gives the Host instead of an in-process one that
+	// opens the store per operation: rukhd runs the CLI on its warm core.
+	NewHost func() (client.Host, error)
+	// OnInvocation, when set, learns each invocation's id as it starts
+	// (rukhd tells the thin client, so a lost daemon can be reported).
+	OnInvocation func(id string)
+	// HostNote says which host this process serves through and why, for
+	// `doctor`.
+	HostNote string
+
 	host client.Host
 }
 
@@ -41,6 +53,14 @@ func (f *Factory) Host() (client.Host, error) {
 	if f.host != nil {
 		return f.host, nil
 	}
+	if f.NewHost != nil {
+		h, err := f.NewHost()
+		if err != nil {
+			return nil, err
+		}
+		f.host = h
+		return h, nil
+	}
 	p, err := f.Paths()
 	if err != nil {
 		return nil, &ExitError{Status: ExitUsage, Err: err}
@@ -49,16 +69,31 @@ func (f *Factory) Host() (client.Host, error) {
 	return f.host, nil
 }
 
-// ToolHost returns what `rukh mcp` serves from.
+// ToolHost returns what `rukh mcp` serves from: in a CLI process, the
+// daemon when one answers and the in-process core otherwise, chosen per
+// operation; in the daemon, its own core.
 func (f *Factory) ToolHost() (client.ToolHost, error) {
-	h, err := f.Host()
-	if err != nil {
-		return nil, err
+	if f.NewHost != nil {
+		h, err := f.Host()
+		if err != nil {
+			return nil, err
+		}
+		if th, ok := h.(client.ToolHost); ok {
+			return th, nil
+		}
 	}
-	return h.(client.ToolHost), nil
+	p, err := f.Paths()
+	if err != nil {
+		return nil, &ExitError{Status: ExitUsage, Err: err}
+	}
+	return &client.Auto{
+		Dialer: thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()},
+		Local:  client.NewLocal(p.Data),
+	}, nil
 }
 
-// BuildVersion is the module version of this build, or "devel".
+// BuildVersion is the module version of this build, or "devel"; see
+// internal/buildid for the identity a client and daemon compare.
 func BuildVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -19,6 +20,11 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	}
 	if err == nil {
 		return ExitOK
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		// The reader went away (`rukh … | head`): end quietly, as a
+		// process killed by SIGPIPE would.
+		return ExitBrokenPipe
 	}
 	var ee *ExitError
 	if !errors.As(err, &ee) || !ee.Reported {

@@ -1,8 +1,9 @@
-// Package client is the one seam between a presentation (the CLI, later
-// `rukh mcp`) and Rukh's core: a Host lists the projection, invokes
-// commands, runs the owner's administration and observes invocations.
-// Local runs everything in this process; a daemon-backed Host (rukhd)
-// will satisfy the same interface.
+// Package client is the seam between a presentation and Rukh's core. A
+// Host lists the projection, invokes commands, runs the owner's
+// administration and observes invocations, for the CLI; a ToolHost serves
+// `rukh mcp`. Local is the core in this process, with its store opened per
+// operation (NewLocal) or held by the daemon (NewHeld); Auto picks, per
+// operation, the daemon when one answers and Local otherwise.
 package client
 
 import (
@@ -51,6 +52,8 @@ type Host interface {
 	// Observe: invocation records.
 	Invocations(ctx context.Context, limit int) ([]*store.Invocation, error)
 	Invocation(ctx context.Context, id string) (*store.Invocation, error)
+	// CheckStore checks the store's consistency.
+	CheckStore(ctx context.Context) error
 }
 
 // Local is the in-process Host: it opens the store for each operation and
@@ -63,10 +66,28 @@ type Local struct {
 	profiles sync.Map // revision → *profile.Profile of cached projections
 }
 
-// NewLocal returns the in-process Host for a data directory.
+// NewLocal returns the in-process Host for a data directory: it opens the
+// store per operation.
 func NewLocal(dataDir string) *Local {
 	return &Local{admin: admin.New(dataDir), core: invoke.New(dataDir), cache: projection.NewCache(projection.DefaultCacheSize)}
 }
+
+// NewHeld returns a Host for a data directory whose store s stays open:
+// the daemon's. The admin subject is uid, read from the kernel.
+func NewHeld(dataDir string, s *store.Store, uid int) *Local {
+	l := NewLocal(dataDir)
+	l.admin.Store, l.core.Store, l.admin.UID = s, s, uid
+	return l
+}
+
+// ResolveLost finalizes the records of hosts that are gone (host_lost).
+func (l *Local) ResolveLost() ([]string, error) { return l.core.ResolveLost() }
+
+// CheckStore checks the store's consistency.
+func (l *Local) CheckStore(context.Context) error { return l.core.CheckStore() }
+
+// ActiveRevision is the active revision's number (0 before the first).
+func (l *Local) ActiveRevision() (uint64, error) { return l.core.ActiveRevision() }
 
 var _ Host = (*Local)(nil)
 

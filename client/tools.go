@@ -80,18 +80,29 @@ func (l *Local) visible(ctx context.Context, task string) (*projection.Projectio
 	return p, tools, nil
 }
 
-// storeError classifies a failure to read the store.
-func storeError(what string, err error) *wire.Error {
+// storeError classifies a failure to read the store as a *wire.Error that
+// still unwraps to its cause (a *store.LockedError, say).
+func storeError(what string, err error) error {
 	var we *wire.Error
 	if errors.As(err, &we) {
-		return we
+		return err
 	}
+	code := wire.CodeStoreUnavailable
 	var corrupt *store.CorruptError
 	if errors.As(err, &corrupt) {
-		return wire.Errorf(wire.CodeStoreDamaged, "%s: %v", what, err)
+		code = wire.CodeStoreDamaged
 	}
-	return wire.Errorf(wire.CodeStoreUnavailable, "%s: %v", what, err)
+	return &causedError{wire.Errorf(code, "%s: %v", what, err), err}
 }
+
+// causedError is a *wire.Error with the Go error it came from.
+type causedError struct {
+	we    *wire.Error
+	cause error
+}
+
+func (e *causedError) Error() string   { return e.we.Message }
+func (e *causedError) Unwrap() []error { return []error{e.we, e.cause} }
 
 func (l *Local) BindTask(ctx context.Context, task string) (string, error) {
 	_, prof, err := l.Projection(ctx)

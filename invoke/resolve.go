@@ -181,3 +181,26 @@ func (c *Core) Secret() ([]byte, error) {
 	})
 	return s, err
 }
+
+// ResolveLost finalizes the open records whose host process is gone as
+// execution_failed / host_lost (a daemon does this when it starts) and
+// returns their ids. Nothing is re-run.
+func (c *Core) ResolveLost() ([]string, error) {
+	var lost []string
+	err := c.update(func(tx *store.Tx) error {
+		var err error
+		lost, err = tx.ResolveLost(processAlive, c.Now().UTC())
+		return err
+	})
+	return lost, err
+}
+
+// CheckStore checks the store's consistency (store.Tx.Check).
+func (c *Core) CheckStore() error {
+	return c.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		return tx.Check()
+	})
+}

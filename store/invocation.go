@@ -108,16 +108,14 @@ func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(pid int, star
 	if err != nil {
 		return err
 	}
+	if _, err := tx.ResolveLost(alive, now); err != nil {
+		return err
+	}
 	running := 0
-	var lost []string
 	if err := open.ForEach(func(k, v []byte) error {
 		rec, err := tx.invocationAt(records, v)
 		if err != nil {
 			return err
-		}
-		if !alive(rec.PID, rec.PIDStart) {
-			lost = append(lost, string(k))
-			return nil
 		}
 		if rec.Task == inv.Task {
 			running++
@@ -125,11 +123,6 @@ func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(pid int, star
 		return nil
 	}); err != nil {
 		return err
-	}
-	for _, id := range lost {
-		if _, err := tx.FinishInvocation(id, "execution_failed", "host_lost", 0, "the process that ran it is gone", now); err != nil {
-			return err
-		}
 	}
 	if running >= max {
 		return &BusyError{Task: inv.Task, Max: max}
@@ -153,6 +146,35 @@ func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(pid int, star
 		return err
 	}
 	return tx.pruneInvocations(records, open)
+}
+
+// ResolveLost finalizes every open record whose host is gone (alive
+// reports false) as execution_failed / host_lost, and returns their ids:
+// they free their slot and are never re-run.
+func (tx *Tx) ResolveLost(alive func(pid int, start uint64) bool, now time.Time) ([]string, error) {
+	records, open, err := tx.invBuckets()
+	if err != nil {
+		return nil, err
+	}
+	var lost []string
+	if err := open.ForEach(func(k, v []byte) error {
+		rec, err := tx.invocationAt(records, v)
+		if err != nil {
+			return err
+		}
+		if !alive(rec.PID, rec.PIDStart) {
+			lost = append(lost, string(k))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, id := range lost {
+		if _, err := tx.FinishInvocation(id, "execution_failed", "host_lost", 0, "the process that ran it is gone", now); err != nil {
+			return nil, err
+		}
+	}
+	return lost, nil
 }
 
 // FinishInvocation commits the outcome of an open invocation. It returns

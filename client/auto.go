@@ -1,0 +1,122 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/thin"
+	"github.com/rukh-cli/rukh/wire"
+)
+
+// Auto is the ToolHost of a long-lived client (`rukh mcp`): it chooses per
+// operation, so a client started before or after the daemon keeps working.
+// It dials the daemon first; when none answers it runs in-process; when
+// in-process finds the store locked (a daemon just started), it dials
+// again. A daemon that refuses this client (another build) is an error,
+// never a silent fallback.
+type Auto struct {
+	Dialer thin.Dialer
+	Local  *Local
+}
+
+var _ ToolHost = (*Auto)(nil)
+
+// lockedRetries bounds how often an operation goes back to the daemon
+// after finding the store locked.
+const lockedRetries = 3
+
+// session dials the daemon; (nil, nil) means none answers, so run
+// in-process. A draining daemon (stale, stopping) counts as none: the
+// in-process host then waits for its lock like any other contender.
+func (a *Auto) session(ctx context.Context) (*thin.Session, error) {
+	s, err := a.Dialer.Dial(ctx)
+	var we *wire.Error
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, thin.ErrNoDaemon):
+		return nil, nil
+	case errors.As(err, &we) && (we.Code == wire.CodeDaemonStale || we.Code == wire.CodeShuttingDown):
+		time.Sleep(50 * time.Millisecond) // let it close its socket
+		return nil, nil
+	}
+	return nil, err
+}
+
+// do runs one operation on the daemon or, when none answers, on local.
+func do[T any](ctx context.Context, a *Auto, remote func(*thin.Session) (T, error), local func() (T, error)) (T, error) {
+	var zero T
+	for range lockedRetries {
+		s, err := a.session(ctx)
+		if err != nil {
+			return zero, err
+		}
+		if s != nil {
+			defer s.Close()
+			return remote(s)
+		}
+		v, err := local()
+		if !isLocked(err) {
+			return v, err
+		}
+	}
+	return local()
+}
+
+func isLocked(err error) bool {
+	var locked *store.LockedError
+	return errors.As(err, &locked)
+}
+
+func (a *Auto) BindTask(ctx context.Context, task string) (string, error) {
+	return do(ctx, a, func(s *thin.Session) (string, error) {
+		m, err := s.Do(ctx, &wire.Msg{BindTask: &wire.BindTask{Task: task}}, nil, nil, nil)
+		if err != nil {
+			return "", err
+		}
+		if m.Bound == nil {
+			return "", wire.Errorf(wire.CodeInternal, "the daemon answered bindTask with something else")
+		}
+		return m.Bound.Task, nil
+	}, func() (string, error) { return a.Local.BindTask(ctx, task) })
+}
+
+func (a *Auto) ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error) {
+	return do(ctx, a, func(s *thin.Session) (*wire.ToolPage, error) {
+		m, err := s.Do(ctx, &wire.Msg{ListTools: &wire.ListTools{Task: task, Cursor: cursor}}, nil, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		if m.ToolPage == nil {
+			return nil, wire.Errorf(wire.CodeInternal, "the daemon answered listTools with something else")
+		}
+		return m.ToolPage, nil
+	}, func() (*wire.ToolPage, error) { return a.Local.ListTools(ctx, task, cursor) })
+}
+
+func (a *Auto) CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error) {
+	return do(ctx, a, func(s *thin.Session) (*wire.CallResult, error) {
+		c := *call
+		c.Progress = opts.OnProgress != nil
+		c.Diag = opts.Diagnostics != nil
+		m, err := s.Do(ctx, &wire.Msg{CallTool: &c}, nil, func(ev *wire.Msg) {
+			switch {
+			case ev.Started != nil && opts.OnStart != nil:
+				opts.OnStart(ev.Started.InvocationID)
+			case ev.Progress != nil && opts.OnProgress != nil:
+				opts.OnProgress(ev.Progress)
+			case ev.Diag != nil && opts.Diagnostics != nil:
+				opts.Diagnostics.Write([]byte(ev.Diag.Line))
+			}
+		}, opts.CancelReason)
+		if err != nil {
+			return nil, err
+		}
+		if m.CallResult == nil {
+			return nil, wire.Errorf(wire.CodeInternal, "the daemon answered callTool with something else")
+		}
+		return m.CallResult, nil
+	}, func() (*wire.CallResult, error) { return a.Local.CallTool(ctx, call, opts) })
+}

@@ -1,0 +1,417 @@
+// Package daemon is rukhd: one process per user that holds the store open,
+// keeps the current revision's projection warm, and serves the thin
+// client over a Unix socket with the same core the CLI runs in-process.
+// It never changes what a command does, only how fast it starts.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/wire"
+)
+
+// Server serves one data directory to its owner's clients.
+type Server struct {
+	Name      string // the CLI's name, e.g. "rukh"
+	Paths     paths.Paths
+	Build     string // this build's id
+	Host      *client.Local
+	Logger    *slog.Logger
+	Activated bool // the listener came from systemd
+	// Idle ends Serve after this long with no connection and nothing
+	// running; 0 never.
+	Idle time.Duration
+	// Exe is the daemon's executable and its identity at start: when the
+	// file changes (an upgrade), the daemon stops taking work, drains and
+	// exits, so no client is served stale code.
+	Exe   string
+	exeID fileID
+
+	started  time.Time
+	conns    atomic.Int64
+	inflight atomic.Int64
+	active   sync.WaitGroup // connections being served
+	stopping atomic.Bool
+	stop     chan struct{} // closed to stop
+	stopOnce sync.Once
+	activity chan struct{} // a connection ended
+}
+
+// fileID identifies a file's content well enough to notice a replacement.
+type fileID struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64
+}
+
+func statID(path string) (fileID, bool) {
+	var st syscall.Stat_t
+	if path == "" || syscall.Stat(path, &st) != nil {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), st.Ino, st.Size, st.Mtim.Nano()}, true
+}
+
+// Stop asks Serve to stop: it takes no new work, finalizes what runs and
+// returns.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
+		close(s.stop)
+	})
+}
+
+// Serve accepts connections on ln until ctx ends, Stop is called, the
+// daemon has been idle for s.Idle, or its executable changed; then it
+// stops accepting, lets every running operation finish (an invocation
+// whose client is still there is not cut short; ctx's end cancels them
+// all) and returns.
+func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
+	s.started = time.Now()
+	s.stop = make(chan struct{})
+	s.activity = make(chan struct{}, 1)
+	s.exeID, _ = statID(s.Exe)
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if lost, err := s.Host.ResolveLost(); err != nil {
+		return fmt.Errorf("resolving invocations of lost hosts: %w", err)
+	} else if len(lost) > 0 {
+		s.Logger.Warn("recorded invocations of a lost host as execution_failed/host_lost", "ids", strings.Join(lost, ","))
+	}
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopCtx := context.AfterFunc(ctx, func() { s.Stop(); cancelWork() })
+	defer stopCtx()
+
+	go func() {
+		<-s.stop
+		ln.Close()
+	}()
+	go s.idleWatch()
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			if s.stopping.Load() {
+				break
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.Stop()
+			s.active.Wait()
+			return err
+		}
+		s.conns.Add(1)
+		s.active.Add(1)
+		go func() {
+			defer func() {
+				s.conns.Add(-1)
+				s.active.Done()
+				select {
+				case s.activity <- struct{}{}:
+				default:
+				}
+			}()
+			s.serveConn(work, c)
+		}()
+	}
+	s.active.Wait()
+	return nil
+}
+
+// idleWatch stops the daemon once nothing has happened for s.Idle.
+func (s *Server) idleWatch() {
+	if s.Idle <= 0 {
+		return
+	}
+	t := time.NewTimer(s.Idle)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.activity:
+			t.Reset(s.Idle)
+		case <-t.C:
+			if s.conns.Load() == 0 && s.inflight.Load() == 0 {
+				s.Logger.Info("idle; exiting", "after", s.Idle)
+				s.Stop()
+				return
+			}
+			t.Reset(s.Idle)
+		}
+	}
+}
+
+// stale reports whether the daemon's executable changed since it started.
+func (s *Server) stale() bool {
+	if s.Exe == "" {
+		return false
+	}
+	id, ok := statID(s.Exe)
+	return !ok || id != s.exeID
+}
+
+// serveConn serves one connection: peer check, hello, one operation.
+func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
+	c := wire.NewConn(uc)
+	defer c.Close()
+	uid, err := peerUID(uc)
+	if err != nil || uid != os.Getuid() {
+		s.Logger.Warn("refused a connection from another user", "uid", uid, "error", err)
+		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBadRequest, "this daemon serves uid %d only", os.Getuid())})
+		return
+	}
+	uc.SetReadDeadline(time.Now().Add(helloWait))
+	m, files, err := c.Receive()
+	uc.SetReadDeadline(time.Time{})
+	closeAll(files)
+	if err != nil || m.Hello == nil {
+		s.refuse(c, err, "the first frame must be hello")
+		return
+	}
+	switch {
+	case m.Hello.Protocol != wire.ProtocolVersion:
+		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeProtocolMismatch,
+			"%sd speaks protocol %d, this client %d; use matching binaries", s.Name, wire.ProtocolVersion, m.Hello.Protocol)})
+		return
+	case s.stale():
+		s.Logger.Warn("the executable changed; draining and exiting", "exe", s.Exe)
+		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeDaemonStale,
+			"%sd was upgraded on disk; it is finishing its work and exiting", s.Name)})
+		s.Stop()
+		return
+	case m.Hello.Build != s.Build:
+		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBuildMismatch,
+			"%sd runs build %s but this %s is build %s; run `%s daemon restart` to serve this build, or use the matching binary",
+			s.Name, s.Build, s.Name, m.Hello.Build, s.Name)})
+		return
+	case s.stopping.Load():
+		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeShuttingDown, "%sd is stopping", s.Name)})
+		return
+	}
+	if err := c.Send(&wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: s.Build, Name: s.Name, PID: os.Getpid()}}); err != nil {
+		return
+	}
+	req, files, err := c.Receive()
+	if err != nil {
+		closeAll(files)
+		s.refuse(c, err, "")
+		return
+	}
+	s.serveRequest(ctx, c, req, files)
+}
+
+// helloWait bounds how long a client may take to say hello.
+const helloWait = 5 * time.Second
+
+func (s *Server) refuse(c *wire.Conn, err error, msg string) {
+	if errors.Is(err, io.EOF) {
+		return
+	}
+	if err != nil {
+		msg = err.Error()
+	}
+	s.Logger.Warn("bad frame; closing the connection", "error", msg)
+	c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBadRequest, "%s", msg)})
+}
+
+// call is one running operation: its context ends when the client sends
+// Cancel (with the reason) or goes away (interrupted).
+type call struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	reason atomic.Pointer[string]
+}
+
+func (s *Server) watch(ctx context.Context, c *wire.Conn) *call {
+	cl := &call{}
+	cl.ctx, cl.cancel = context.WithCancel(ctx)
+	go func() {
+		for {
+			m, files, err := c.Receive()
+			closeAll(files)
+			if err != nil {
+				r := "interrupted"
+				cl.reason.CompareAndSwap(nil, &r)
+				cl.cancel()
+				return
+			}
+			if m.Cancel != nil {
+				r := m.Cancel.Reason
+				if r != "client_cancelled" {
+					r = "interrupted"
+				}
+				cl.reason.CompareAndSwap(nil, &r)
+				cl.cancel()
+			}
+		}
+	}()
+	return cl
+}
+
+func (cl *call) why() string {
+	if r := cl.reason.Load(); r != nil {
+		return *r
+	}
+	return "interrupted"
+}
+
+func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, files []*os.File) {
+	reply := func(m *wire.Msg) { c.Send(m) }
+	fail := func(err error) {
+		var we *wire.Error
+		if !errors.As(err, &we) {
+			we = wire.Errorf(wire.CodeInternal, "%v", err)
+		}
+		reply(&wire.Msg{Error: we})
+	}
+	switch {
+	case req.Exec != nil:
+		defer closeAll(files)
+		if len(files) != wire.MaxFiles {
+			fail(wire.Errorf(wire.CodeBadRequest, "exec needs stdin, stdout and stderr"))
+			return
+		}
+		cl := s.watch(ctx, c)
+		defer cl.cancel()
+		status := s.exec(cl.ctx, req.Exec, files, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
+		reply(&wire.Msg{Exit: &wire.Exit{Status: status}})
+	case req.BindTask != nil:
+		task, err := s.Host.BindTask(ctx, req.BindTask.Task)
+		if err != nil {
+			fail(err)
+			return
+		}
+		reply(&wire.Msg{Bound: &wire.Bound{Task: task}})
+	case req.ListTools != nil:
+		page, err := s.Host.ListTools(ctx, req.ListTools.Task, req.ListTools.Cursor)
+		if err != nil {
+			fail(err)
+			return
+		}
+		reply(&wire.Msg{ToolPage: page})
+	case req.CallTool != nil:
+		cl := s.watch(ctx, c)
+		defer cl.cancel()
+		opts := client.CallOptions{
+			CancelReason: cl.why,
+			OnStart:      func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) },
+		}
+		if req.CallTool.Progress {
+			opts.OnProgress = func(p *wire.Progress) { reply(&wire.Msg{Progress: p}) }
+		}
+		if req.CallTool.Diag {
+			opts.Diagnostics = diagWriter(reply)
+		}
+		s.inflight.Add(1)
+		res, err := s.Host.CallTool(cl.ctx, req.CallTool, opts)
+		s.inflight.Add(-1)
+		if err != nil {
+			fail(err)
+			return
+		}
+		reply(&wire.Msg{CallResult: res})
+	case req.Status != nil:
+		reply(&wire.Msg{Daemon: s.status()})
+	case req.Stop != nil:
+		reply(&wire.Msg{Stopping: &wire.Stopping{}})
+		s.Stop()
+	default:
+		fail(wire.Errorf(wire.CodeBadRequest, "not a request"))
+	}
+}
+
+// diagWriter sends each diagnostics line as a Diag event.
+type diagWriter func(*wire.Msg)
+
+func (w diagWriter) Write(p []byte) (int, error) {
+	w(&wire.Msg{Diag: &wire.Diag{Line: string(p)}})
+	return len(p), nil
+}
+
+// exec runs one command line of the CLI on the daemon's core, with the
+// client's streams, directory and environment, and returns its status.
+func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, onStart func(string)) int {
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	f := &cli.Factory{
+		Name:         s.Name,
+		IO:           cli.IOStreams{In: files[0], Out: files[1], ErrOut: files[2]},
+		HomeEnv:      paths.HomeEnv(s.Name),
+		Paths:        func() (paths.Paths, error) { return s.Paths, nil },
+		Dir:          e.Dir,
+		Env:          e.Env,
+		NewHost:      func() (client.Host, error) { return s.Host, nil },
+		OnInvocation: onStart,
+		HostNote:     fmt.Sprintf("daemon: %sd pid %d at %s", s.Name, os.Getpid(), s.Paths.Socket(s.Name)),
+	}
+	return cli.Execute(ctx, f, e.Args)
+}
+
+func (s *Server) status() *wire.DaemonStatus {
+	rev, _ := s.Host.ActiveRevision()
+	return &wire.DaemonStatus{
+		PID: os.Getpid(), Build: s.Build, StartedUnix: s.started.Unix(), Socket: s.Paths.Socket(s.Name),
+		Activated: s.Activated, Revision: rev, Connections: int(s.conns.Load()) - 1, InFlight: int(s.inflight.Load()),
+		RSSBytes: rss(),
+	}
+}
+
+// rss reads the daemon's resident set size.
+func rss() int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, res int64
+	fmt.Sscan(string(data), &size, &res)
+	return res * int64(os.Getpagesize())
+}
+
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if cerr != nil {
+		return -1, cerr
+	}
+	return int(cred.Uid), nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// OpenStore opens the data directory's store for the daemon's whole life,
+// waiting at most timeout for an in-process client to release it.
+func OpenStore(p paths.Paths, timeout time.Duration) (*store.Store, error) {
+	return store.Open(p.Store(), store.Options{Timeout: timeout})
+}

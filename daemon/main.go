@@ -1,0 +1,169 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/thin"
+)
+
+// Exit statuses of rukhd.
+const (
+	exitOK          = 0
+	exitUsage       = 2
+	exitUnavailable = 69
+	exitTempFail    = 75
+)
+
+// storeWait bounds how long a starting daemon waits for an in-process
+// client to release the store.
+const storeWait = 10 * time.Second
+
+// Main runs rukhd for the CLI name with args and the process's
+// environment and signals, and returns its exit status.
+func Main(name string, args []string) int {
+	fs := flag.NewFlagSet(name+"d", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	idle := fs.Duration("idle-timeout", 0, "exit after this long with no client and nothing running (0: never)")
+	version := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() == 1 && fs.Arg(0) == "version" {
+		*version = true
+	} else if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "%sd: unexpected argument %q\n", name, fs.Arg(0))
+		return exitUsage
+	}
+	if *version {
+		fmt.Printf("%sd %s\n", name, buildid.ID())
+		return exitOK
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, name, *idle, logger); err != nil {
+		fmt.Fprintf(os.Stderr, "%sd: %v\n", name, err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.status
+		}
+		return exitTempFail
+	}
+	return exitOK
+}
+
+type exitError struct {
+	status int
+	err    error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logger) error {
+	p, err := paths.Resolve(name, os.Getenv)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	ln, activated, err := listen(ctx, name, p)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	st, err := OpenStore(p, storeWait)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	exe, _ := os.Executable()
+	s := &Server{
+		Name: name, Paths: p, Build: buildid.ID(), Logger: logger, Activated: activated, Idle: idle, Exe: exe,
+		Host: client.NewHeld(p.Data, st, os.Getuid()),
+	}
+	sddaemon.SdNotify(false, sddaemon.SdNotifyReady)
+	logger.Info("serving", "socket", p.Socket(name), "pid", os.Getpid(), "build", s.Build, "activated", activated)
+	err = s.Serve(ctx, ln)
+	sddaemon.SdNotify(false, sddaemon.SdNotifyStopping)
+	logger.Info("stopped")
+	return err
+}
+
+// listen returns the socket systemd passed (socket activation) or, when
+// there is none, creates the CLI's socket: its directory 0700 and owned by
+// this user, the socket 0600, and only after checking that no live daemon
+// answers there — a socket that answers is never replaced.
+func listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener, bool, error) {
+	lns, err := activation.Listeners()
+	if err != nil {
+		return nil, false, fmt.Errorf("socket activation: %w", err)
+	}
+	for _, l := range lns {
+		if ul, ok := l.(*net.UnixListener); ok {
+			return ul, true, nil
+		}
+	}
+	if len(lns) > 0 {
+		return nil, false, &exitError{exitUsage, errors.New("socket activation passed no Unix stream socket")}
+	}
+	sock := p.Socket(name)
+	if err := secureDir(p.Runtime); err != nil {
+		return nil, false, &exitError{exitTempFail, err}
+	}
+	d := thin.Dialer{Socket: sock, Name: name, Build: buildid.ID()}
+	if s, err := d.Dial(ctx); err == nil {
+		s.Close()
+		return nil, false, &exitError{exitTempFail, fmt.Errorf("a daemon already answers at %s (pid %d)", sock, s.Daemon.PID)}
+	} else if !errors.Is(err, thin.ErrNoDaemon) {
+		var te *thin.Error
+		if !errors.As(err, &te) || te.Op != "hello" {
+			// Something answers but is not a daemon we can talk to:
+			// never remove a socket that still answers.
+			return nil, false, &exitError{exitTempFail, fmt.Errorf("%s answers but not as this daemon (%v); stop it first", sock, err)}
+		}
+		return nil, false, &exitError{exitTempFail, fmt.Errorf("a daemon at %s does not answer (%v); stop it first", sock, err)}
+	}
+	os.Remove(sock) // nothing answers: a stale socket of a daemon that died
+	old := syscall.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	syscall.Umask(old)
+	if err != nil {
+		return nil, false, &exitError{exitTempFail, err}
+	}
+	ln.SetUnlinkOnClose(true)
+	return ln, false, nil
+}
+
+// secureDir creates dir 0700 if missing and refuses one that another user
+// owns or that others may write.
+func secureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err != nil {
+		return err
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
+		return fmt.Errorf("%s is not a directory", dir)
+	case int(st.Uid) != os.Getuid():
+		return fmt.Errorf("%s belongs to uid %d, not to you; remove it", dir, st.Uid)
+	case st.Mode&0o077 != 0:
+		return fmt.Errorf("%s is open to others (mode %04o); run `chmod 700 %s`", dir, st.Mode&0o777, dir)
+	}
+	return nil
+}

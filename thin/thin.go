@@ -1,0 +1,189 @@
+// Package thin is the client side of rukhd: it dials the daemon's socket,
+// checks who answers, and carries one operation — a whole command line
+// with the caller's terminal, or one MCP list or call — over the wire
+// protocol. It imports nothing of the core, so it cannot run anything
+// itself.
+package thin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rukh-cli/rukh/wire"
+)
+
+// HelloTimeout bounds the dial and the hello exchange: a daemon that does
+// not answer within it is hung, and the client says so instead of
+// waiting.
+const HelloTimeout = 3 * time.Second
+
+// ErrNoDaemon means no daemon listens on the socket (it does not exist,
+// or nothing accepts on it): the caller runs in-process instead.
+var ErrNoDaemon = errors.New("no daemon answers")
+
+// Error is a failure to reach or keep the daemon, with what to do.
+type Error struct {
+	Socket string
+	Op     string // what failed: "dial", "hello", "call"
+	Err    error
+	// InvocationID is the invocation that was running when the daemon
+	// went away, if one had started.
+	InvocationID string
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("rukhd at %s: %s: %v", e.Socket, e.Op, e.Err)
+	if e.InvocationID != "" {
+		msg += fmt.Sprintf(" (invocation %s was running; its outcome is recorded when the daemon restarts)", e.InvocationID)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Dialer reaches the daemon of one CLI.
+type Dialer struct {
+	Socket string // the socket's path
+	Name   string // the CLI's name
+	Build  string // this binary's build id
+}
+
+// Session is one connection to the daemon after a successful hello.
+type Session struct {
+	c      *wire.Conn
+	socket string
+	Daemon wire.Hello // what the daemon said of itself
+}
+
+// Dial connects and exchanges hellos. It returns ErrNoDaemon when no
+// daemon listens, *wire.Error when the daemon refuses this client (another
+// build, a daemon that is stopping), and *Error when the socket is not the
+// user's own or the daemon does not answer in time.
+func (d *Dialer) Dial(ctx context.Context) (*Session, error) {
+	fi, err := os.Lstat(d.Socket)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoDaemon
+	}
+	if err != nil {
+		return nil, &Error{Socket: d.Socket, Op: "dial", Err: err}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return nil, &Error{Socket: d.Socket, Op: "dial", Err: fmt.Errorf("the socket belongs to uid %d, not to you; remove it", st.Uid)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, HelloTimeout)
+	defer cancel()
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, "unix", d.Socket)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return nil, ErrNoDaemon
+		}
+		return nil, &Error{Socket: d.Socket, Op: "dial", Err: err}
+	}
+	uc := c.(*net.UnixConn)
+	if err := checkPeer(uc); err != nil {
+		uc.Close()
+		return nil, &Error{Socket: d.Socket, Op: "dial", Err: err}
+	}
+	s := &Session{c: wire.NewConn(uc), socket: d.Socket}
+	deadline, _ := ctx.Deadline()
+	uc.SetDeadline(deadline)
+	err = s.c.Send(&wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: d.Build, Name: d.Name, PID: os.Getpid()}})
+	var m *wire.Msg
+	if err == nil {
+		m, _, err = s.c.Receive()
+	}
+	uc.SetDeadline(time.Time{})
+	switch {
+	case err != nil:
+		s.c.Close()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			err = fmt.Errorf("no answer within %s; the daemon is hung: see `%s daemon status`, or kill it", HelloTimeout, d.Name)
+		}
+		return nil, &Error{Socket: d.Socket, Op: "hello", Err: err}
+	case m.Error != nil:
+		s.c.Close()
+		return nil, m.Error
+	case m.Hello == nil:
+		s.c.Close()
+		return nil, &Error{Socket: d.Socket, Op: "hello", Err: errors.New("the daemon answered with something else than hello")}
+	}
+	s.Daemon = *m.Hello
+	return s, nil
+}
+
+// checkPeer refuses a daemon that runs as another user.
+func checkPeer(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return cerr
+	}
+	if int(cred.Uid) != os.Getuid() {
+		return fmt.Errorf("the daemon runs as uid %d, not as you", cred.Uid)
+	}
+	return nil
+}
+
+// Close ends the session.
+func (s *Session) Close() error { return s.c.Close() }
+
+// Do sends one request (with files, for Exec) and returns the daemon's
+// final message, passing events to onEvent as they come. When ctx ends
+// it sends Cancel with cancelReason() once and keeps waiting for the
+// final message: the daemon stops the work, finalizes it and answers. A
+// daemon that goes away first is an *Error naming the invocation that was
+// running.
+func (s *Session) Do(ctx context.Context, req *wire.Msg, files []*os.File, onEvent func(*wire.Msg), cancelReason func() string) (*wire.Msg, error) {
+	if err := s.c.Send(req, files...); err != nil {
+		return nil, &Error{Socket: s.socket, Op: "send", Err: err}
+	}
+	var once sync.Once
+	stop := context.AfterFunc(ctx, func() {
+		once.Do(func() {
+			reason := "interrupted"
+			if cancelReason != nil {
+				reason = cancelReason()
+			}
+			s.c.Send(&wire.Msg{Cancel: &wire.Cancel{Reason: reason}})
+		})
+	})
+	defer stop()
+	var invocation string
+	for {
+		m, _, err := s.c.Receive()
+		if err != nil {
+			return nil, &Error{Socket: s.socket, Op: "call", Err: fmt.Errorf("the daemon went away: %w", err), InvocationID: invocation}
+		}
+		switch {
+		case m.Started != nil, m.Progress != nil, m.Diag != nil:
+			if m.Started != nil {
+				invocation = m.Started.InvocationID
+			}
+			if onEvent != nil {
+				onEvent(m)
+			}
+		case m.Error != nil:
+			return nil, m.Error
+		default:
+			return m, nil
+		}
+	}
+}
