@@ -2,11 +2,16 @@ package systemd
 
 import (
 	"bufio"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // unit is a parsed unit file: section → key → values (a key may repeat),
@@ -209,15 +214,36 @@ func verify(t *testing.T, sa, rukhd string, edit func(name, text string) string)
 	return lines, err
 }
 
-// buildRukhd builds the real rukhd for ExecStart: verify checks that the
-// command exists and is executable.
+// buildRukhd returns a rukhd built from this tree, once for all tests:
+// the real ExecStart command.
 func buildRukhd(t *testing.T) string {
 	t.Helper()
-	rukhd := filepath.Join(t.TempDir(), "rukhd")
-	if out, err := exec.Command("go", "build", "-o", rukhd, "../cmd/rukhd").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	rukhd, err := rukhdOnce()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return rukhd
+}
+
+var buildDir string
+
+var rukhdOnce = sync.OnceValues(func() (string, error) {
+	rukhd := filepath.Join(buildDir, "rukhd")
+	if out, err := exec.Command("go", "build", "-o", rukhd, "../cmd/rukhd").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return rukhd, nil
+})
+
+func TestMain(m *testing.M) {
+	var err error
+	if buildDir, err = os.MkdirTemp("", "rukh-systemd-test-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(buildDir)
+	os.Exit(code)
 }
 
 // TestVerify runs `systemd-analyze verify --user` on the units (ExecStart
@@ -257,5 +283,112 @@ func TestVerify(t *testing.T) {
 		if !found {
 			t.Errorf("systemd-analyze verify did not warn about a mistyped key (exit: %v):\n%s", err, strings.Join(lines, "\n"))
 		}
+	})
+}
+
+// TestActivation starts rukhd the way the units do, without systemd: the
+// service's ExecStart with a listening socket passed as fd 3 (LISTEN_FDS,
+// LISTEN_PID, LISTEN_FDNAMES) and a NOTIFY_SOCKET to read its sd_notify
+// messages from. rukhd must serve on the passed socket (it creates none
+// of its own), say READY=1, and on SIGTERM, or when idle for
+// --idle-timeout, say STOPPING=1 and exit 0: a non-zero exit would be
+// taken for a crash and restarted (Restart=on-failure).
+func TestActivation(t *testing.T) {
+	svc := parseUnit(t, "rukhd.service")
+	execStart := strings.Fields(svc.get("[Service]", "ExecStart")[0])
+	if execStart[0] != "/usr/bin/rukhd" {
+		t.Fatalf("ExecStart runs %s, not /usr/bin/rukhd", execStart[0])
+	}
+	rukhd := buildRukhd(t)
+
+	run := func(t *testing.T, args []string, stop func(*exec.Cmd)) {
+		dir := t.TempDir()
+		home := filepath.Join(dir, "home")
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "rukhd.sock"), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		lnf, err := ln.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lnf.Close()
+		notify, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: filepath.Join(dir, "notify"), Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer notify.Close()
+
+		// systemd sets LISTEN_PID to the pid it execs; a shell that
+		// execs rukhd has that pid.
+		cmd := exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, rukhd}, args...)...)
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "LISTEN_") && k != "NOTIFY_SOCKET" && k != "RUKH_HOME" {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, "LISTEN_FDS=1", "LISTEN_FDNAMES=rukhd.socket",
+			"NOTIFY_SOCKET="+filepath.Join(dir, "notify"), "RUKH_HOME="+home)
+		cmd.ExtraFiles = []*os.File{lnf}
+		var logs strings.Builder
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		defer func() {
+			cmd.Process.Kill()
+			<-exited
+			if t.Failed() {
+				t.Logf("rukhd's output:\n%s", logs.String())
+			}
+		}()
+
+		expect := func(want string) {
+			t.Helper()
+			buf := make([]byte, 4096)
+			notify.SetReadDeadline(time.Now().Add(30 * time.Second))
+			n, err := notify.Read(buf)
+			if err != nil {
+				t.Fatalf("waiting for %s: %v", want, err)
+			}
+			if got := string(buf[:n]); !strings.Contains("\n"+got+"\n", "\n"+want+"\n") {
+				t.Fatalf("sd_notify: %q, want %s", got, want)
+			}
+		}
+		expect("READY=1")
+		if _, err := os.Stat(filepath.Join(home, "run", "rukhd.sock")); err == nil {
+			t.Errorf("a socket-activated rukhd created its own socket")
+		}
+		stop(cmd)
+		expect("STOPPING=1")
+		select {
+		case err := <-exited:
+			exited <- err // for the deferred wait
+			if err != nil {
+				t.Errorf("rukhd exited with %v, want status 0", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("rukhd did not exit after STOPPING=1")
+		}
+	}
+
+	t.Run("SIGTERM", func(t *testing.T) {
+		run(t, execStart[1:], func(cmd *exec.Cmd) { cmd.Process.Signal(syscall.SIGTERM) })
+	})
+	t.Run("idle-timeout", func(t *testing.T) {
+		// ExecStart's arguments, with a timeout a test can wait for.
+		var args []string
+		for i := 1; i < len(execStart); i++ {
+			if execStart[i] == "--idle-timeout" && i+1 < len(execStart) {
+				args = append(args, "--idle-timeout", "1s")
+				i++
+				continue
+			}
+			args = append(args, execStart[i])
+		}
+		run(t, args, func(*exec.Cmd) {})
 	})
 }
