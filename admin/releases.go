@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/rukh-cli/rukh/descriptor"
@@ -40,11 +41,17 @@ func (a *Admin) Install(src, pin string) (*InstallResult, error) {
 	if err := os.MkdirAll(a.ReleasesDir(), 0o700); err != nil {
 		return nil, err
 	}
+	stagingMu.Lock()
 	a.removeStaleStaging()
 	staging, err := os.MkdirTemp(a.ReleasesDir(), stagingPrefix+strconv.Itoa(os.Getpid())+"-")
+	if err == nil {
+		liveStaging.Store(staging, true)
+	}
+	stagingMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
+	defer liveStaging.Delete(staging)
 	defer removeTree(staging) // a no-op once it has been renamed into place
 
 	if err := stage(src, staging); err != nil {
@@ -231,6 +238,13 @@ func copyFile(from, to *os.Root, name string) error {
 	return out.Close()
 }
 
+// liveStaging holds the staging directories of installs running in this
+// process.
+var (
+	liveStaging sync.Map
+	stagingMu   sync.Mutex // a sweep never sees a staging dir not yet registered
+)
+
 // removeStaleStaging removes staging directories whose installing process
 // is gone (killed mid-install).
 func (a *Admin) removeStaleStaging() {
@@ -243,6 +257,9 @@ func (a *Admin) removeStaleStaging() {
 		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
 		if err == nil && pid != os.Getpid() && processAlive(pid) {
 			continue
+		}
+		if _, live := liveStaging.Load(filepath.Join(a.ReleasesDir(), e.Name())); live {
+			continue // an install running in this process (rukhd runs several)
 		}
 		removeTree(filepath.Join(a.ReleasesDir(), e.Name()))
 	}

@@ -34,7 +34,8 @@ func newExtCmd(f *Factory) *cobra.Command {
 // ValidateOptions are the inputs of `ext validate`.
 type ValidateOptions struct {
 	IO   IOStreams
-	Dir  string
+	Dir  string // as the user typed it, for messages
+	Path string // Dir made absolute
 	JSON bool
 }
 
@@ -54,7 +55,7 @@ code and JSON pointer to stderr (or in the JSON) and exits 1.`,
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			opts.Dir = args[0]
+			opts.Dir, opts.Path = args[0], f.Abs(args[0])
 			if runF != nil {
 				return runF(opts)
 			}
@@ -89,7 +90,7 @@ type validateCommand struct {
 }
 
 func validateRun(opts *ValidateOptions) error {
-	d, err := descriptor.Load(opts.Dir)
+	d, err := descriptor.Load(opts.Path)
 	var errs descriptor.Errors
 	if err != nil && !errors.As(err, &errs) {
 		return err

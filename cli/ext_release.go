@@ -27,10 +27,12 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 			if keyFile == "" || out == "" {
 				return &UsageError{errors.New("ext pack needs --key KEYFILE and -o FILE.tar.gz")}
 			}
+			typedOut := out
 			if inside(out, args[0]) {
 				return &UsageError{fmt.Errorf("-o %s is inside the release directory %s; write the archive elsewhere", out, args[0])}
 			}
-			k, err := trust.ReadPrivateKey(keyFile)
+			dir, out := f.Abs(args[0]), f.Abs(out)
+			k, err := trust.ReadPrivateKey(f.Abs(keyFile))
 			if err != nil {
 				return err
 			}
@@ -41,7 +43,7 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			defer os.Remove(tmp.Name())
-			m, err := trust.Pack(args[0], k, tmp)
+			m, err := trust.Pack(dir, k, tmp)
 			if cerr := tmp.Close(); err == nil {
 				err = cerr
 			}
@@ -54,7 +56,7 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 			if err := os.Rename(tmp.Name(), out); err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.Out, "%s: %s %s by %s, %d files\ndigest %s\n", out, m.Package, m.Version, m.Publisher, len(m.Files), m.Digest())
+			fmt.Fprintf(f.IO.Out, "%s: %s %s by %s, %d files\ndigest %s\n", typedOut, m.Package, m.Version, m.Publisher, len(m.Files), m.Digest())
 			return nil
 		},
 	}
@@ -98,7 +100,7 @@ of its publisher, or when --pin names its exact digest (local development).`,
 			if err != nil {
 				return err
 			}
-			res, err := h.Install(cmd.Context(), args[0], pin)
+			res, err := h.Install(cmd.Context(), f.Abs(args[0]), pin)
 			if err != nil {
 				return reportDescriptorErrors(f, args[0], err)
 			}

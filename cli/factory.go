@@ -6,6 +6,7 @@ package cli
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/rukh-cli/rukh/admin"
@@ -67,6 +68,16 @@ func (f *Factory) Host() (client.Host, error) {
 	}
 	f.host = client.NewLocal(p.Data)
 	return f.host, nil
+}
+
+// Abs makes a path the user typed absolute against the working directory
+// of the command line (which, run by rukhd, is the client's, not the
+// daemon's); "" and "-" (stdin) stay as they are.
+func (f *Factory) Abs(p string) string {
+	if p == "" || p == "-" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(f.Dir, p)
 }
 
 // ToolHost returns what `rukh mcp` serves from: in a CLI process, the

@@ -30,7 +30,7 @@ command diagnostics go to stderr or --log-file.`,
 			}
 			var logw io.Writer = f.IO.ErrOut
 			if logFile != "" {
-				lf, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+				lf, err := os.OpenFile(f.Abs(logFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 				if err != nil {
 					return err
 				}

@@ -91,6 +91,7 @@ func newProfileApplyCmd(f *Factory) *cobra.Command {
 func readInput(f *Factory, name string) ([]byte, error) {
 	var r io.Reader = f.IO.In
 	if name != "-" {
+		name = f.Abs(name)
 		// Only a regular file: opening a FIFO could block forever.
 		if fi, err := os.Stat(name); err != nil {
 			return nil, err

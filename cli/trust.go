@@ -24,20 +24,21 @@ func newTrustCmd(f *Factory) *cobra.Command {
 			RunE: func(cmd *cobra.Command, args []string) error {
 				// Never leave half a pair: refuse if either file exists, and
 				// take the private key back if the public one cannot be written.
-				for _, p := range []string{args[0], args[0] + ".pub"} {
-					if _, err := os.Lstat(p); err == nil {
-						return fmt.Errorf("%s already exists; choose another name or remove it", p)
+				out := f.Abs(args[0])
+				for _, p := range []string{"", ".pub"} {
+					if _, err := os.Lstat(out + p); err == nil {
+						return fmt.Errorf("%s already exists; choose another name or remove it", args[0]+p)
 					}
 				}
 				k, err := trust.GenerateKey(rand.Reader)
 				if err != nil {
 					return err
 				}
-				if err := trust.WritePrivateKey(args[0], k); err != nil {
+				if err := trust.WritePrivateKey(out, k); err != nil {
 					return err
 				}
-				if err := trust.WritePublicKey(args[0]+".pub", k.Public()); err != nil {
-					os.Remove(args[0])
+				if err := trust.WritePublicKey(out+".pub", k.Public()); err != nil {
+					os.Remove(out)
 					return err
 				}
 				fmt.Fprintf(f.IO.Out, "private key: %s\npublic key:  %s.pub\nkey id:      %s\n", args[0], args[0], k.Public().ID())
@@ -53,7 +54,7 @@ func newTrustCmd(f *Factory) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				res, id, err := h.TrustAdd(cmd.Context(), args[0], args[1])
+				res, id, err := h.TrustAdd(cmd.Context(), args[0], f.Abs(args[1]))
 				if err != nil {
 					return err
 				}

@@ -47,9 +47,19 @@ type Server struct {
 	inflight atomic.Int64
 	active   sync.WaitGroup // connections being served
 	stopping atomic.Bool
+	initOnce sync.Once
 	stop     chan struct{} // closed to stop
 	stopOnce sync.Once
 	activity chan struct{} // a connection ended
+	store    *store.Store
+}
+
+// Close closes the store the Server holds.
+func (s *Server) Close() error {
+	if s.store == nil {
+		return nil
+	}
+	return s.store.Close()
 }
 
 // fileID identifies a file's content well enough to notice a replacement.
@@ -67,9 +77,17 @@ func statID(path string) (fileID, bool) {
 	return fileID{uint64(st.Dev), st.Ino, st.Size, st.Mtim.Nano()}, true
 }
 
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.stop = make(chan struct{})
+		s.activity = make(chan struct{}, 1)
+	})
+}
+
 // Stop asks Serve to stop: it takes no new work, finalizes what runs and
 // returns.
 func (s *Server) Stop() {
+	s.init()
 	s.stopOnce.Do(func() {
 		s.stopping.Store(true)
 		close(s.stop)
@@ -82,9 +100,8 @@ func (s *Server) Stop() {
 // whose client is still there is not cut short; ctx's end cancels them
 // all) and returns.
 func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
+	s.init()
 	s.started = time.Now()
-	s.stop = make(chan struct{})
-	s.activity = make(chan struct{}, 1)
 	s.exeID, _ = statID(s.Exe)
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -408,10 +425,4 @@ func closeAll(files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}
-}
-
-// OpenStore opens the data directory's store for the daemon's whole life,
-// waiting at most timeout for an in-process client to release it.
-func OpenStore(p paths.Paths, timeout time.Duration) (*store.Store, error) {
-	return store.Open(p.Store(), store.Options{Timeout: timeout})
 }

@@ -12,11 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/coreos/go-systemd/v22/activation"
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
 )
 
@@ -79,21 +80,18 @@ func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logg
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
-	ln, activated, err := listen(ctx, name, p)
+	ln, activated, err := Listen(ctx, name, p)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
-	st, err := OpenStore(p, storeWait)
+	s, err := New(name, p, logger)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	exe, _ := os.Executable()
-	s := &Server{
-		Name: name, Paths: p, Build: buildid.ID(), Logger: logger, Activated: activated, Idle: idle, Exe: exe,
-		Host: client.NewHeld(p.Data, st, os.Getuid()),
-	}
+	defer s.Close()
+	s.Activated, s.Idle = activated, idle
+	s.Exe, _ = os.Executable()
 	sddaemon.SdNotify(false, sddaemon.SdNotifyReady)
 	logger.Info("serving", "socket", p.Socket(name), "pid", os.Getpid(), "build", s.Build, "activated", activated)
 	err = s.Serve(ctx, ln)
@@ -102,11 +100,23 @@ func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logg
 	return err
 }
 
-// listen returns the socket systemd passed (socket activation) or, when
+// New returns a Server for the CLI name's files at p, with the store open
+// (waiting at most storeWait for an in-process client to release it).
+// Close closes the store once Serve has returned.
+func New(name string, p paths.Paths, logger *slog.Logger) (*Server, error) {
+	st, err := store.Open(p.Store(), store.Options{Timeout: storeWait})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Name: name, Paths: p, Build: buildid.ID(), Logger: logger,
+		Host: client.NewHeld(p.Data, st, os.Getuid()), store: st}, nil
+}
+
+// Listen returns the socket systemd passed (socket activation) or, when
 // there is none, creates the CLI's socket: its directory 0700 and owned by
 // this user, the socket 0600, and only after checking that no live daemon
 // answers there — a socket that answers is never replaced.
-func listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener, bool, error) {
+func Listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener, bool, error) {
 	lns, err := activation.Listeners()
 	if err != nil {
 		return nil, false, fmt.Errorf("socket activation: %w", err)
@@ -137,10 +147,14 @@ func listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener,
 		return nil, false, &exitError{exitTempFail, fmt.Errorf("a daemon at %s does not answer (%v); stop it first", sock, err)}
 	}
 	os.Remove(sock) // nothing answers: a stale socket of a daemon that died
-	old := syscall.Umask(0o177)
+	// The directory is 0700, so the socket's mode before the chmod
+	// exposes nothing (a umask would change the whole process's).
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	syscall.Umask(old)
 	if err != nil {
+		return nil, false, &exitError{exitTempFail, err}
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
 		return nil, false, &exitError{exitTempFail, err}
 	}
 	ln.SetUnlinkOnClose(true)

@@ -4,7 +4,9 @@
 package tests
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rukh-cli/rukh/app"
+	"github.com/rukh-cli/rukh/daemon"
+	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/trust"
 )
 
@@ -22,12 +26,29 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// TestScripts runs every script twice, as gopls runs its tests "direct"
+// and "forwarded": in-process, and with a rukhd serving the script's
+// RUKH_HOME, so that every flow gives identical results both ways. A
+// script that must run without a daemon (it damages or locks the store)
+// says so with `[daemon] skip 'why'`.
 func TestScripts(t *testing.T) {
+	for _, mode := range []string{"in-process", "daemon"} {
+		t.Run(mode, func(t *testing.T) { runScripts(t, mode == "daemon") })
+	}
+}
+
+func runScripts(t *testing.T, withDaemon bool) {
 	examples, err := filepath.Abs(filepath.Join("..", "examples"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	testscript.Run(t, testscript.Params{
+		Condition: func(cond string) (bool, error) {
+			if cond == "daemon" {
+				return withDaemon, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Dir: filepath.Join("testdata", "script"),
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// status N PROG ARGS... runs PROG and requires exit status N.
@@ -61,9 +82,47 @@ func TestScripts(t *testing.T) {
 			},
 		},
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("RUKH_HOME", filepath.Join(env.WorkDir, ".rukh"))
+			home := filepath.Join(env.WorkDir, ".rukh")
+			env.Setenv("RUKH_HOME", home)
 			env.Setenv("EXAMPLES", examples)
+			if withDaemon {
+				return startDaemon(env, home)
+			}
 			return nil
 		},
 	})
+}
+
+// startDaemon serves home with a rukhd in this test process until the
+// script ends.
+func startDaemon(env *testscript.Env, home string) error {
+	p, err := paths.Resolve("rukh", func(k string) string {
+		if k == "RUKH_HOME" {
+			return home
+		}
+		return ""
+	})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	ln, _, err := daemon.Listen(ctx, "rukh", p)
+	if err != nil {
+		return err
+	}
+	srv, err := daemon.New("rukh", p, nil)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	env.Defer(func() {
+		srv.Stop()
+		if err := <-done; err != nil {
+			env.T().Fatal(err)
+		}
+		srv.Close()
+	})
+	return nil
 }
