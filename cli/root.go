@@ -60,7 +60,8 @@ where the owner's profile exposes it.`,
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddGroup(&cobra.Group{ID: extensionGroup, Title: "Extension commands:"})
-	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f), newInvocationsCmd(f), newMCPCmd(f))
+	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f), newInvocationsCmd(f), newMCPCmd(f),
+		noArgsGroup(newDaemonCmd(f)), newDoctorCmd(f))
 	return root
 }
 

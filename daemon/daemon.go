@@ -48,7 +48,8 @@ type Server struct {
 	active   sync.WaitGroup // connections being served
 	stopping atomic.Bool
 	initOnce sync.Once
-	stop     chan struct{} // closed to stop
+	stop     chan struct{} // closed to stop accepting
+	cancel   atomic.Pointer[context.CancelFunc] // stops running work
 	stopOnce sync.Once
 	activity chan struct{} // a connection ended
 	store    *store.Store
@@ -84,9 +85,18 @@ func (s *Server) init() {
 	})
 }
 
-// Stop asks Serve to stop: it takes no new work, finalizes what runs and
-// returns.
+// Stop asks Serve to stop: it takes no new work, stops what runs (each
+// invocation is recorded as cancelled/interrupted) and returns.
 func (s *Server) Stop() {
+	s.drain()
+	if c := s.cancel.Load(); c != nil {
+		(*c)()
+	}
+}
+
+// drain makes Serve take no new work and return once what runs has
+// finished.
+func (s *Server) drain() {
 	s.init()
 	s.stopOnce.Do(func() {
 		s.stopping.Store(true)
@@ -113,7 +123,11 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	}
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	stopCtx := context.AfterFunc(ctx, func() { s.Stop(); cancelWork() })
+	s.cancel.Store(&cancelWork)
+	if s.stopping.Load() {
+		cancelWork() // Stop came before Serve
+	}
+	stopCtx := context.AfterFunc(ctx, s.Stop)
 	defer stopCtx()
 
 	go func() {
@@ -213,7 +227,7 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		s.Logger.Warn("the executable changed; draining and exiting", "exe", s.Exe)
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeDaemonStale,
 			"%sd was upgraded on disk; it is finishing its work and exiting", s.Name)})
-		s.Stop()
+		s.drain()
 		return
 	case m.Hello.Build != s.Build:
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBuildMismatch,

@@ -131,7 +131,12 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 			extproto.EnvInvocationID+"="+id, extproto.EnvCommand+"="+cmd.Identity)
 	}
 	ex := &exec.Cmd{Path: prog, Args: args, Dir: req.Dir, Env: env,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		// Pdeathsig: the command dies with its host (a kill -9 of rukh or
+		// rukhd included). It covers the command's own process; what it
+		// started in its group is killed by the host's cleanup when the
+		// host lives. The signal follows the forking OS thread, which the
+		// Go runtime does not end while the process lives.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 	if req.Stdin != nil {
 		ex.Stdin = req.Stdin
 		ex.WaitDelay = channelGrace // a stdin copy must not outlive the command

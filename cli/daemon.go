@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/thin"
+	"github.com/rukh-cli/rukh/wire"
+	"github.com/spf13/cobra"
+)
+
+// Bounds of the daemon commands' waits.
+const (
+	daemonStartWait = 10 * time.Second // for a started daemon to answer
+	daemonStopWait  = 15 * time.Second // for a stopped daemon to go away
+)
+
+func newDaemonCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Start, stop and inspect " + f.Name + "d, the optional daemon that makes start-up fast",
+		Long: f.Name + `d keeps the store open and the projection warm, and runs every command
+line the CLI forwards to it with the caller's terminal, directory and
+environment: a command behaves the same with or without it. Without it,
+the CLI does the same work in-process. With systemd, socket activation
+starts it on first use (see the README).`,
+	}
+	var asJSON bool
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether " + f.Name + "d runs, and how it is",
+		Args:  exactArgs(0, "daemon status takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := f.dialer()
+			if err != nil {
+				return err
+			}
+			st, err := daemonStatus(cmd.Context(), d)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(f.IO.Out, st)
+			}
+			up := time.Since(time.Unix(st.StartedUnix, 0)).Round(time.Second)
+			how := "started by hand"
+			if st.Activated {
+				how = "socket-activated"
+			}
+			fmt.Fprintf(f.IO.Out, "%sd is running: pid %d, up %s (%s)\nsocket:      %s\nbuild:       %s\nrevision:    %d\nconnections: %d\nrunning:     %d invocations\nmemory:      %.1f MiB resident\n",
+				f.Name, st.PID, up, how, st.Socket, st.Build, st.Revision, st.Connections, st.InFlight, float64(st.RSSBytes)/(1<<20))
+			return nil
+		},
+	}
+	status.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Start " + f.Name + "d in the background (its log goes to the runtime dir)",
+		Args:  exactArgs(0, "daemon start takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return daemonStart(cmd.Context(), f)
+		},
+	}
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop " + f.Name + "d: running invocations are stopped and recorded as interrupted",
+		Args:  exactArgs(0, "daemon stop takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return daemonStop(cmd.Context(), f)
+		},
+	}
+	restart := &cobra.Command{
+		Use:   "restart",
+		Short: "Stop " + f.Name + "d if it runs, then start it (e.g. to serve a new build)",
+		Args:  exactArgs(0, "daemon restart takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := daemonStop(cmd.Context(), f); err != nil {
+				return err
+			}
+			return daemonStart(cmd.Context(), f)
+		},
+	}
+	cmd.AddCommand(status, start, stop, restart)
+	return cmd
+}
+
+func (f *Factory) dialer() (*thin.Dialer, error) {
+	p, err := f.Paths()
+	if err != nil {
+		return nil, &ExitError{Status: ExitUsage, Err: err}
+	}
+	return &thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, nil
+}
+
+// daemonError turns a failure to reach the daemon into an exit status.
+func daemonError(d *thin.Dialer, err error) error {
+	if errors.Is(err, thin.ErrNoDaemon) {
+		return &ExitError{Status: ExitUnavailable, Err: fmt.Errorf("%sd is not running (no daemon answers at %s); `%s daemon start` starts it", d.Name, d.Socket, d.Name)}
+	}
+	return &ExitError{Status: ExitTempFail, Err: err}
+}
+
+func daemonStatus(ctx context.Context, d *thin.Dialer) (*wire.DaemonStatus, error) {
+	s, err := d.Dial(ctx)
+	if err != nil {
+		return nil, daemonError(d, err)
+	}
+	defer s.Close()
+	m, err := s.Do(ctx, &wire.Msg{Status: &wire.Status{}}, nil, nil, nil)
+	if err != nil {
+		return nil, daemonError(d, err)
+	}
+	if m.Daemon == nil {
+		return nil, &ExitError{Status: ExitTempFail, Err: errors.New("the daemon answered status with something else")}
+	}
+	return m.Daemon, nil
+}
+
+func daemonStart(ctx context.Context, f *Factory) error {
+	d, err := f.dialer()
+	if err != nil {
+		return err
+	}
+	if st, err := daemonStatus(ctx, d); err == nil {
+		fmt.Fprintf(f.IO.ErrOut, "%sd is already running (pid %d)\n", f.Name, st.PID)
+		return nil
+	}
+	bin, err := daemonBinary(f.Name)
+	if err != nil {
+		return &ExitError{Status: ExitUnavailable, Err: err}
+	}
+	p, _ := f.Paths()
+	logPath, logf, err := daemonLog(p, f.Name)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close()
+	c := &exec.Cmd{Path: bin, Args: []string{bin}, Env: f.Env, Dir: "/",
+		Stdin: devnull, Stdout: logf, Stderr: logf,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}} // outlives this terminal
+	if err := c.Start(); err != nil {
+		return &ExitError{Status: ExitUnavailable, Err: fmt.Errorf("start %s: %w", bin, err)}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	for end := time.Now().Add(daemonStartWait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd exited at once (%v); see %s", f.Name, err, logPath)}
+		default:
+		}
+		if st, err := daemonStatus(ctx, d); err == nil {
+			fmt.Fprintf(f.IO.ErrOut, "%sd started: pid %d, socket %s, log %s\n", f.Name, st.PID, st.Socket, logPath)
+			return nil
+		}
+	}
+	return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd did not answer within %s; see %s", f.Name, daemonStartWait, logPath)}
+}
+
+// daemonBinary finds NAMEd beside this executable, else on $PATH.
+func daemonBinary(name string) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name+"d")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(name + "d")
+	if err != nil {
+		return "", fmt.Errorf("cannot find %sd beside %s or on $PATH", name, name)
+	}
+	return p, nil
+}
+
+// daemonLog opens the daemon's log in the runtime dir for appending.
+func daemonLog(p paths.Paths, name string) (string, *os.File, error) {
+	if err := os.MkdirAll(p.Runtime, 0o700); err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(p.Runtime, name+"d.log")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	return path, f, err
+}
+
+func daemonStop(ctx context.Context, f *Factory) error {
+	d, err := f.dialer()
+	if err != nil {
+		return err
+	}
+	s, err := d.Dial(ctx)
+	if errors.Is(err, thin.ErrNoDaemon) {
+		fmt.Fprintf(f.IO.ErrOut, "%sd is not running\n", f.Name)
+		return nil
+	}
+	if err != nil {
+		return daemonError(d, err)
+	}
+	pid := s.Daemon.PID
+	_, err = s.Do(ctx, &wire.Msg{Stop: &wire.Stop{}}, nil, nil, nil)
+	s.Close()
+	if err != nil {
+		return daemonError(d, err)
+	}
+	// Stopped means: nothing answers on the socket any more and the
+	// process is gone (so the store's lock is free).
+	for end := time.Now().Add(daemonStopWait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		_, err := d.Dial(ctx)
+		gone := pid == os.Getpid() || syscall.Kill(pid, 0) != nil
+		if errors.Is(err, thin.ErrNoDaemon) && gone {
+			fmt.Fprintf(f.IO.ErrOut, "%sd stopped (pid %d)\n", f.Name, pid)
+			return nil
+		}
+	}
+	return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd (pid %d) is still running %s after it was asked to stop", f.Name, pid, daemonStopWait)}
+}

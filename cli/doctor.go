@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rukh-cli/rukh/thin"
+	"github.com/rukh-cli/rukh/wire"
+	"github.com/spf13/cobra"
+)
+
+// doctorReport is what `doctor` finds.
+type doctorReport struct {
+	Host        string            `json:"host"`       // "daemon" or "in-process"
+	HostWhy     string            `json:"hostReason"` // why that host
+	Socket      string            `json:"socket"`
+	Store       string            `json:"store"`
+	StoreOK     bool              `json:"storeOk"`
+	StoreError  string            `json:"storeError,omitempty"`
+	Revision    uint64            `json:"revision"`
+	Enforcement map[string]string `json:"enforcement"`
+}
+
+func newDoctorCmd(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check this installation: which host serves calls, the store's integrity, what can be enforced",
+		Args:  exactArgs(0, "doctor takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := f.Paths()
+			if err != nil {
+				return &ExitError{Status: ExitUsage, Err: err}
+			}
+			rep := doctorReport{Socket: p.Socket(f.Name), Store: p.Store(), Enforcement: enforcement()}
+			if f.NewHost != nil {
+				rep.Host, rep.HostWhy = "daemon", f.HostNote
+			} else {
+				rep.Host = "in-process"
+				d, _ := f.dialer()
+				_, err := d.Dial(cmd.Context())
+				var we *wire.Error
+				switch {
+				case errors.Is(err, thin.ErrNoDaemon):
+					rep.HostWhy = "no daemon answers at " + d.Socket
+				case errors.As(err, &we):
+					rep.HostWhy = "the daemon refuses this client: " + we.Message
+				case err != nil:
+					rep.HostWhy = err.Error()
+				default:
+					rep.HostWhy = "a daemon started while this ran"
+				}
+			}
+			h, err := f.Host()
+			if err != nil {
+				return err
+			}
+			if err := h.CheckStore(cmd.Context()); err != nil {
+				rep.StoreError = err.Error()
+			} else {
+				rep.StoreOK = true
+				if st, err := h.State(cmd.Context()); err == nil && st.Projection != nil {
+					rep.Revision = st.Projection.Revision
+				}
+			}
+			if asJSON {
+				if err := writeJSON(f.IO.Out, rep); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(f.IO.Out, "host:    %s (%s)\nsocket:  %s\n", rep.Host, rep.HostWhy, rep.Socket)
+				if rep.StoreOK {
+					fmt.Fprintf(f.IO.Out, "store:   %s: consistent, revision %d\n", rep.Store, rep.Revision)
+				} else {
+					fmt.Fprintf(f.IO.Out, "store:   %s: DAMAGED: %s\n", rep.Store, rep.StoreError)
+				}
+				for _, name := range []string{"host", "restricted", "strict"} {
+					fmt.Fprintf(f.IO.Out, "enforcement %-11s %s\n", name+":", rep.Enforcement[name])
+				}
+			}
+			if !rep.StoreOK {
+				return &ExitError{Status: ExitTempFail, Err: errors.New(rep.StoreError), Reported: true}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// enforcement says, per enforcement profile, what this build applies.
+func enforcement() map[string]string {
+	return map[string]string{
+		"host":       "applied: scrubbed environment, own process group",
+		"restricted": "NOT applied by this build: commands of such a task run as under host",
+		"strict":     "NOT applied by this build: commands of such a task run as under host",
+	}
+}
