@@ -48,7 +48,7 @@ type Server struct {
 	active   sync.WaitGroup // connections being served
 	stopping atomic.Bool
 	initOnce sync.Once
-	stop     chan struct{} // closed to stop accepting
+	stop     chan struct{}                      // closed to stop accepting
 	cancel   atomic.Pointer[context.CancelFunc] // stops running work
 	stopOnce sync.Once
 	activity chan struct{} // a connection ended
