@@ -11,6 +11,7 @@ import (
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/thin"
@@ -83,13 +84,13 @@ func (f *Factory) Abs(p string) string {
 // ToolHost returns what `rukh mcp` serves from: in a CLI process, the
 // daemon when one answers and the in-process core otherwise, chosen per
 // operation; in the daemon, its own core.
-func (f *Factory) ToolHost() (client.ToolHost, error) {
+func (f *Factory) ToolHost() (seam.ToolHost, error) {
 	if f.NewHost != nil {
 		h, err := f.Host()
 		if err != nil {
 			return nil, err
 		}
-		if th, ok := h.(client.ToolHost); ok {
+		if th, ok := h.(seam.ToolHost); ok {
 			return th, nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"
@@ -21,7 +22,7 @@ type Auto struct {
 	Local  *Local
 }
 
-var _ ToolHost = (*Auto)(nil)
+var _ seam.ToolHost = (*Auto)(nil)
 
 // lockedRetries bounds how often an operation goes back to the daemon
 // after finding the store locked.
@@ -96,7 +97,7 @@ func (a *Auto) ListTools(ctx context.Context, task, cursor string) (*wire.ToolPa
 	}, func() (*wire.ToolPage, error) { return a.Local.ListTools(ctx, task, cursor) })
 }
 
-func (a *Auto) CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error) {
+func (a *Auto) CallTool(ctx context.Context, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
 	return do(ctx, a, func(s *thin.Session) (*wire.CallResult, error) {
 		c := *call
 		c.Progress = opts.OnProgress != nil

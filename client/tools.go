@@ -8,42 +8,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/projection"
+	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/wire"
 )
-
-// ToolHost is what the MCP presentation asks of Rukh: the task it is
-// bound to, pages of the tools that task may see, and calls by tool name.
-// Visibility, paging and cursor signing happen behind it, so a
-// presentation never sees the cursor key or another task's tools. Its
-// types are the wire protocol's: the daemon-backed ToolHost sends them as
-// they are. Failures are *wire.Error with a code from the closed set.
-type ToolHost interface {
-	// BindTask checks that task (or, when empty, the profile's mcp.task)
-	// is defined, and returns its name.
-	BindTask(ctx context.Context, task string) (string, error)
-	ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error)
-	CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error)
-}
-
-// CallOptions are a call's ties to its presentation.
-type CallOptions struct {
-	OnStart    func(invocationID string)
-	OnProgress func(*wire.Progress)
-	// Diagnostics receives the diagnostics log's lines, one Write each;
-	// it must be safe for concurrent use. Nil logs nothing.
-	Diagnostics io.Writer
-	// CancelReason says why ctx ended: invoke.ReasonInterrupted or
-	// invoke.ReasonClientCancelled (the default).
-	CancelReason func() string
-}
 
 // Listing limits (I8).
 const (
@@ -52,7 +26,7 @@ const (
 	ListDeadline = 30 * time.Second
 )
 
-var _ ToolHost = (*Local)(nil)
+var _ seam.ToolHost = (*Local)(nil)
 
 // visible returns the projection of the current revision and the tools
 // task may see, in name order. A task that cannot be read is an error,
@@ -207,7 +181,7 @@ func errUnknownTool(name string) error {
 	return wire.Errorf(wire.CodeUnknownTool, "unknown tool %q", name)
 }
 
-func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error) {
+func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
 	p, tools, err := l.visible(ctx, call.Task)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/wire"
@@ -342,7 +343,7 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 	case req.CallTool != nil:
 		cl := s.watch(ctx, c)
 		defer cl.cancel()
-		opts := client.CallOptions{
+		opts := seam.CallOptions{
 			CancelReason: cl.why,
 			OnStart:      func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) },
 		}

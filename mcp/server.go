@@ -19,7 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/wire"
 )
 
@@ -40,7 +40,7 @@ type Binding struct {
 
 // Options configure a server.
 type Options struct {
-	Host    client.ToolHost
+	Host    seam.ToolHost
 	Binding Binding
 	Name    string // the CLI's name, e.g. "rukh"
 	Version string
@@ -354,7 +354,7 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	defer cancel()
 	defer context.AfterFunc(a.life, cancel)()
 	call := &wire.CallTool{Task: a.opts.Binding.Task, Name: req.Params.Name, Arguments: req.Params.Arguments}
-	opts := client.CallOptions{Diagnostics: a.diag, CancelReason: a.cancelReason}
+	opts := seam.CallOptions{Diagnostics: a.diag, CancelReason: a.cancelReason}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		call.Progress = true
 		opts.OnProgress = func(pr *wire.Progress) {

@@ -1,0 +1,40 @@
+// Package seam declares what a presentation may ask of Rukh's core, as
+// interfaces over the wire protocol's plain types: the in-process core
+// (client.Local) and the daemon (client.Auto, through thin) implement
+// them, and a presentation that imports only seam and wire cannot reach
+// the core any other way.
+package seam
+
+import (
+	"context"
+	"io"
+
+	"github.com/rukh-cli/rukh/wire"
+)
+
+// ToolHost is what the MCP presentation asks of Rukh: the task it is
+// bound to, pages of the tools that task may see, and calls by tool name.
+// Visibility, paging and cursor signing happen behind it, so a
+// presentation never sees the cursor key or another task's tools. Its
+// types are the wire protocol's: the daemon-backed ToolHost sends them as
+// they are. Failures are *wire.Error with a code from the closed set.
+type ToolHost interface {
+	// BindTask checks that task (or, when empty, the profile's mcp.task)
+	// is defined, and returns its name.
+	BindTask(ctx context.Context, task string) (string, error)
+	ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error)
+	CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error)
+}
+
+// CallOptions are a call's ties to its presentation.
+type CallOptions struct {
+	OnStart    func(invocationID string)
+	OnProgress func(*wire.Progress)
+	// Diagnostics receives the diagnostics log's lines, one Write each;
+	// it must be safe for concurrent use. Nil logs nothing.
+	Diagnostics io.Writer
+	// CancelReason says why ctx ended: invoke.ReasonInterrupted or
+	// invoke.ReasonClientCancelled (the default).
+	CancelReason func() string
+}
+
