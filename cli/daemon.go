@@ -47,10 +47,22 @@ starts it on first use (see the README).`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(f.IO.Out, st)
-			}
 			up := time.Since(time.Unix(st.StartedUnix, 0)).Round(time.Second)
+			if asJSON {
+				return writeJSON(f.IO.Out, struct {
+					PID           int       `json:"pid"`
+					Build         string    `json:"build"`
+					Started       time.Time `json:"startedAt"`
+					UptimeSeconds int64     `json:"uptimeSeconds"`
+					Socket        string    `json:"socket"`
+					Activated     bool      `json:"activated"`
+					Revision      uint64    `json:"revision"`
+					Connections   int       `json:"connections"`
+					InFlight      int       `json:"inFlight"`
+					RSSBytes      int64     `json:"rssBytes"`
+				}{st.PID, st.Build, time.Unix(st.StartedUnix, 0).UTC(), int64(up / time.Second), st.Socket, st.Activated,
+					st.Revision, st.Connections, st.InFlight, st.RSSBytes})
+			}
 			how := "started by hand"
 			if st.Activated {
 				how = "socket-activated"

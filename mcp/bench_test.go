@@ -12,9 +12,39 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/daemon"
+	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/seam"
+	"github.com/rukh-cli/rukh/thin"
 )
+
+// daemonHost serves dir's data with a rukhd (in this process, over a real
+// Unix socket) and returns the ToolHost `rukh mcp` would use: it dials the
+// daemon per operation.
+func daemonHost(b *testing.B, dir string) seam.ToolHost {
+	b.Helper()
+	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
+	ctx := context.Background()
+	ln, _, err := daemon.Listen(ctx, "rukh", p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := daemon.New("rukh", p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	b.Cleanup(func() {
+		srv.Stop()
+		<-done
+		srv.Close()
+	})
+	return &client.Auto{Dialer: thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, Local: client.NewLocal(p.Data)}
+}
 
 // benchHome installs n exposed, eligible commands (packages of 500) whose
 // program reports success at once.
@@ -113,6 +143,15 @@ func BenchmarkList(b *testing.B) {
 			}
 		}
 	})
+	// The daemon holds the store once it runs, so it starts last.
+	b.Run("rukh-daemon", func(b *testing.B) {
+		proxied := session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+		for b.Loop() {
+			if n := listAllB(b, proxied); n != 2000 {
+				b.Fatalf("%d tools", n)
+			}
+		}
+	})
 	b.Run("static-registry", func(b *testing.B) {
 		for b.Loop() {
 			if n := listAllB(b, sc); n != 2000 {
@@ -142,14 +181,20 @@ func BenchmarkCall(b *testing.B) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line}}}, nil
 		})
 	sc := session(b, static)
-	b.Run("rukh", func(b *testing.B) {
-		for b.Loop() {
-			res, err := rukh.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{"count": 2}})
-			if err != nil || res.IsError {
-				b.Fatalf("%v %v", err, res)
+	for _, mode := range []string{"rukh", "rukh-daemon"} { // the daemon holds the store once it runs: last
+		b.Run(mode, func(b *testing.B) {
+			cs := rukh
+			if mode == "rukh-daemon" {
+				cs = session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
 			}
-		}
-	})
+			for b.Loop() {
+				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{"count": 2}})
+				if err != nil || res.IsError {
+					b.Fatalf("%v %v", err, res)
+				}
+			}
+		})
+	}
 	b.Run("static-tool-fork-exec", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := sc.CallTool(context.Background(), &sdk.CallToolParams{Name: "ok"}); err != nil {

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,12 +17,14 @@ import (
 // from the route index, admit, record, run the Go example extension over
 // rukh.ipc/1, validate, finalize) against running the same extension
 // program directly with a prepared channel, with 10 and 2,000 installed
-// commands. See docs/benchmarks.md.
+// commands, in-process and through a running rukhd (whose resident memory
+// is reported as MiB-rss). See docs/benchmarks.md.
 func BenchmarkCLI(b *testing.B) {
 	dir := b.TempDir()
 	rukh := filepath.Join(dir, "rukh")
 	hello := filepath.Join(dir, "hello-src")
 	build(b, rukh, "../cmd/rukh")
+	build(b, filepath.Join(dir, "rukhd"), "../cmd/rukhd")
 	copyDir(b, "../examples/hello-go", hello, "main.go", "main_test.go", "rukh-extension.json")
 	build(b, filepath.Join(hello, "bin", "hello"), "../examples/hello-go")
 
@@ -33,16 +36,45 @@ func BenchmarkCLI(b *testing.B) {
 	for _, n := range []int{10, 2000} {
 		home := filepath.Join(dir, fmt.Sprintf("home-%d", n))
 		installCatalog(b, home, hello, n)
+		env := append(os.Environ(), "RUKH_HOME="+home)
+		hello := func(b *testing.B) {
+			cmd := exec.Command(rukh, "hello", "bench")
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Hello, bench!") {
+				b.Fatalf("rukh hello: %v: %s", err, out)
+			}
+		}
 		b.Run(fmt.Sprintf("rukh/commands=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				cmd := exec.Command(rukh, "hello", "bench")
-				cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
-				if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Hello, bench!") {
-					b.Fatalf("rukh hello: %v: %s", err, out)
-				}
+				hello(b)
 			}
 		})
+		b.Run(fmt.Sprintf("rukh-daemon/commands=%d", n), func(b *testing.B) {
+			rukhCmd(b, env, rukh, "daemon", "start")
+			b.Cleanup(func() { rukhCmd(b, env, rukh, "daemon", "stop") })
+			for b.Loop() {
+				hello(b)
+			}
+			var st struct {
+				RSSBytes int64 `json:"rssBytes"`
+			}
+			if err := json.Unmarshal(rukhCmd(b, env, rukh, "daemon", "status", "--json"), &st); err != nil || st.RSSBytes == 0 {
+				b.Fatalf("daemon status: %v", err)
+			}
+			b.ReportMetric(float64(st.RSSBytes)/(1<<20), "MiB-rss")
+		})
 	}
+}
+
+func rukhCmd(b *testing.B, env []string, rukh string, args ...string) []byte {
+	b.Helper()
+	cmd := exec.Command(rukh, args...)
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("rukh %s: %v", strings.Join(args, " "), err)
+	}
+	return out
 }
 
 func build(b *testing.B, out, pkg string) {
