@@ -11,9 +11,9 @@ import (
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
-	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/thin"
 )
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/client"
-	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/wire"
 )

@@ -37,4 +37,3 @@ type CallOptions struct {
 	// invoke.ReasonClientCancelled (the default).
 	CancelReason func() string
 }
-
