@@ -7,6 +7,7 @@ DEMOHOME := $(CURDIR)/.demo
 FUZZTIME ?= 60s
 
 .PHONY: all build demo test vet fuzz bench clean
+.PHONY: deb
 
 all: build
 
@@ -20,11 +21,19 @@ demo: build
 
 test: vet
 	$(GO) test -race -count=1 ./...
+	cd packaging && $(GO) test -mod=mod -count=1 ./...
 
 vet:
 	$(GO) vet ./...
+	cd packaging && $(GO) vet -mod=mod ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+# rukh_VERSION_ARCH.deb here: rukh, rukhd, the systemd user units, completions
+# and man pages. packaging/ is its own module, so nfpm stays out of go.mod;
+# -mod=mod lets it follow the main module's requirements (replace ../).
+deb:
+	cd packaging && $(GO) run -mod=mod ./cmd/mkdeb -root $(CURDIR) -o $(CURDIR)
 
 # Each fuzz target for FUZZTIME (go test fuzzes one target at a time).
 fuzz:
@@ -47,3 +56,4 @@ bench:
 
 clean:
 	rm -rf $(BIN) $(DEMOHOME)
+	rm -f rukh_*.deb

@@ -1,0 +1,398 @@
+// Command mkdeb builds the rukh Debian package with nfpm: /usr/bin/rukh and
+// /usr/bin/rukhd (static, CGO_ENABLED=0), the systemd user units of rukhd,
+// shell completions made by running the built `rukh completion SHELL`, and
+// gzipped man pages generated from the CLI's cobra tree. `make deb` runs it
+// from packaging/ and writes rukh_VERSION_ARCH.deb to the repository root.
+//
+//	go run ./cmd/mkdeb [-root ..] [-o DIR] [-version V] [-maintainer 'Name <email>']
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goreleaser/nfpm/v2"
+	"github.com/goreleaser/nfpm/v2/deb"
+	"github.com/goreleaser/nfpm/v2/files"
+	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/systemd"
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+)
+
+const (
+	name    = "rukh"
+	summary = "Run trusted extension commands, for people and for agents"
+	long    = `Rukh runs installed, signed extension commands. Each command is
+declared once and presented twice: as a subcommand of rukh and, where the
+owner's profile exposes it, as an MCP tool for AI agents (rukh mcp).
+rukhd is its optional per-user daemon, started on demand by systemd:
+systemctl --user enable --now rukhd.socket`
+	// A placeholder (.invalid is reserved): set DEBFULLNAME and DEBEMAIL,
+	// or -maintainer, for a package that is handed on.
+	defaultMaintainer = "Rukh maintainers <maintainers@rukh.invalid>"
+)
+
+// options say what to build and where.
+type options struct {
+	Root       string    // the repository root
+	OutDir     string    // where the .deb goes
+	Version    string    // Debian version; from git describe when empty
+	Maintainer string    // "Name <email>"
+	MTime      time.Time // of every file and man page; SOURCE_DATE_EPOCH or the commit's time when zero
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.Root, "root", "..", "the repository root (`make deb` runs mkdeb from packaging/)")
+	flag.StringVar(&o.OutDir, "o", "", "directory to write rukh_VERSION_ARCH.deb to (default: the repository root)")
+	flag.StringVar(&o.Version, "version", "", "Debian package version (default: from git describe --tags --always --dirty)")
+	flag.StringVar(&o.Maintainer, "maintainer", "", "Maintainer field (default: $DEBFULLNAME <$DEBEMAIL>, else a placeholder)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "mkdeb: no arguments expected")
+		os.Exit(2)
+	}
+	path, err := build(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mkdeb:", err)
+		os.Exit(1)
+	}
+	fmt.Println(path)
+}
+
+// build builds the package and returns its path.
+func build(o options) (string, error) {
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(root, "cmd", "rukhd")); err != nil {
+		return "", fmt.Errorf("-root %s is not the rukh repository: %w", o.Root, err)
+	}
+	if o.OutDir == "" {
+		o.OutDir = root
+	}
+	if o.Version == "" {
+		o.Version = gitVersion(root)
+	}
+	if o.Maintainer == "" {
+		o.Maintainer = defaultMaintainer
+		if n, e := os.Getenv("DEBFULLNAME"), os.Getenv("DEBEMAIL"); n != "" && e != "" {
+			o.Maintainer = n + " <" + e + ">"
+		}
+	}
+	if o.MTime.IsZero() {
+		o.MTime = sourceTime(root)
+	}
+
+	work, err := os.MkdirTemp("", "mkdeb-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+
+	// Static binaries: the package then depends on nothing, not even libc.
+	// Both carry the same source stamp, so the packaged rukh talks to the
+	// packaged rukhd and to no daemon of another build.
+	stamp, err := sourceStamp(root)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(work, "bin")
+	ldflags := "-s -w -X " + stampVar + "=" + stamp
+	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", bin+string(filepath.Separator), "./cmd/rukh", "./cmd/rukhd")
+	gobuild.Dir = root
+	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if out, err := gobuild.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	rukh := filepath.Join(bin, "rukh")
+
+	contents := files.Contents{}
+	add := func(src, dst string, mode fs.FileMode) {
+		contents = append(contents, &files.Content{
+			Source: src, Destination: dst, Type: files.TypeFile,
+			FileInfo: &files.ContentFileInfo{Owner: "root", Group: "root", Mode: mode, MTime: o.MTime},
+		})
+	}
+	add(rukh, "/usr/bin/rukh", 0o755)
+	add(filepath.Join(bin, "rukhd"), "/usr/bin/rukhd", 0o755)
+
+	units := filepath.Join(work, "units")
+	if err := os.Mkdir(units, 0o755); err != nil {
+		return "", err
+	}
+	for _, unit := range []string{"rukhd.socket", "rukhd.service"} {
+		data, err := systemd.Units.ReadFile(unit)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(units, unit), data, 0o644); err != nil {
+			return "", err
+		}
+		add(filepath.Join(units, unit), "/usr/lib/systemd/user/"+unit, 0o644)
+	}
+
+	completions := filepath.Join(work, "completions")
+	if err := os.Mkdir(completions, 0o755); err != nil {
+		return "", err
+	}
+	for _, c := range []struct{ shell, dst string }{
+		{"bash", "/usr/share/bash-completion/completions/rukh"},
+		{"zsh", "/usr/share/zsh/vendor-completions/_rukh"},
+		{"fish", "/usr/share/fish/vendor_completions.d/rukh.fish"},
+	} {
+		src := filepath.Join(completions, c.shell)
+		if err := completion(rukh, c.shell, filepath.Join(work, "home"), src); err != nil {
+			return "", err
+		}
+		add(src, c.dst, 0o644)
+	}
+
+	man := filepath.Join(work, "man")
+	pages, err := manPages(man, o.Version, o.MTime)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range pages {
+		add(filepath.Join(man, p), "/usr/share/man/man1/"+p, 0o644)
+	}
+
+	info := nfpm.WithDefaults(&nfpm.Info{
+		Name:          name,
+		Arch:          runtime.GOARCH,
+		Platform:      "linux",
+		Version:       o.Version,
+		VersionSchema: "none", // o.Version is a Debian version already
+		Section:       "utils",
+		Priority:      "optional",
+		Maintainer:    o.Maintainer,
+		Description:   summary + "\n" + long,
+		MTime:         o.MTime,
+		Overridables:  nfpm.Overridables{Contents: contents},
+	})
+	if err := nfpm.PrepareForPackager(info, "deb"); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(o.OutDir, deb.Default.ConventionalFileName(info))
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if err := deb.Default.Package(info, f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", err
+	}
+	return path, f.Close()
+}
+
+// completion writes what `rukh completion SHELL` prints to dst. A
+// throwaway RUKH_HOME makes sure it reads nothing of the builder's own.
+func completion(rukh, shell, home, dst string) error {
+	cmd := exec.Command(rukh, "completion", shell)
+	cmd.Env = append(os.Environ(), paths.HomeEnv(name)+"="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("rukh completion %s: %v\n%s", shell, err, stderr.Bytes())
+	}
+	if len(out) == 0 {
+		return fmt.Errorf("rukh completion %s printed nothing", shell)
+	}
+	return os.WriteFile(dst, out, 0o644)
+}
+
+// manPages writes a gzipped page for rukh and each of its built-in
+// commands (rukh.1.gz, rukh-ext-install.1.gz, …) into dir and returns their
+// names. The tree is the CLI's own (cli.NewRoot) plus cobra's completion
+// command; extension commands are installed per user and are not in it.
+func manPages(dir, version string, date time.Time) ([]string, error) {
+	f := &cli.Factory{
+		Name:    name,
+		IO:      cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
+		HomeEnv: paths.HomeEnv(name),
+		Paths:   func() (paths.Paths, error) { return paths.Paths{}, errors.New("man pages never read the store") },
+		Dir:     "/",
+	}
+	root := cli.NewRoot(f)
+	root.InitDefaultCompletionCmd()
+	var noAutoGen func(*cobra.Command)
+	noAutoGen = func(c *cobra.Command) {
+		c.DisableAutoGenTag = true // no build date in the page
+		for _, sub := range c.Commands() {
+			noAutoGen(sub)
+		}
+	}
+	noAutoGen(root)
+	raw := filepath.Join(dir, "raw")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		return nil, err
+	}
+	header := &doc.GenManHeader{Section: "1", Date: &date, Source: name + " " + version, Manual: "Rukh Manual"}
+	if err := doc.GenManTree(root, header, raw); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(raw)
+	if err != nil {
+		return nil, err
+	}
+	var pages []string
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(raw, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		// No name and no time in the gzip header: the same tree gives the
+		// same bytes.
+		var buf bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := zw.Write(data); err != nil {
+			return nil, err
+		}
+		if err := zw.Close(); err != nil {
+			return nil, err
+		}
+		page := e.Name() + ".gz"
+		if err := os.WriteFile(filepath.Join(dir, page), buf.Bytes(), 0o644); err != nil {
+			return nil, err
+		}
+		pages = append(pages, page)
+	}
+	return pages, nil
+}
+
+// gitVersion is the Debian version of the checkout: debVersion of
+// `git describe --tags --always --dirty`, or 0.0.0~dev without git.
+func gitVersion(root string) string {
+	cmd := exec.Command("git", "describe", "--tags", "--always", "--dirty")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "0.0.0~dev"
+	}
+	return debVersion(strings.TrimSpace(string(out)))
+}
+
+var describeRE = regexp.MustCompile(`^v?([0-9]+(?:\.[0-9]+)+)(?:-([0-9A-Za-z.]+))?(?:-([0-9]+)-g([0-9a-f]+))?$`)
+
+// debVersion turns git describe output into a Debian version that sorts
+// as the commits do:
+//
+//	v1.2.3            1.2.3
+//	v1.2.3-rc.1       1.2.3~rc.1          (before 1.2.3)
+//	v1.2.3-4-gabc1234 1.2.3+4.gabc1234    (4 commits after v1.2.3)
+//	…-dirty           1.2.3+0.dirty, 1.2.3+4.gabc1234.dirty
+//	abc1234[-dirty]   0.0.0~dev+abc1234[.dirty] (no tag yet: a bare hash)
+func debVersion(describe string) string {
+	base, dirty := strings.CutSuffix(describe, "-dirty")
+	if m := describeRE.FindStringSubmatch(base); m != nil {
+		v := m[1]
+		if m[2] != "" {
+			v += "~" + m[2]
+		}
+		if m[3] != "" {
+			v += "+" + m[3] + ".g" + m[4]
+		} else if dirty {
+			v += "+0" // uncommitted changes on the tag: before its next commit
+		}
+		if dirty {
+			v += ".dirty"
+		}
+		return v
+	}
+	// A bare hash, or a tag that is no version: keep what a Debian version
+	// allows after the +.
+	clean := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' || r == '~' {
+			return r
+		}
+		return '.'
+	}, base)
+	if clean == "" {
+		return "0.0.0~dev"
+	}
+	if dirty {
+		clean += ".dirty"
+	}
+	return "0.0.0~dev+" + clean
+}
+
+// stampVar is the build identity's source stamp (internal/buildid).
+const stampVar = "github.com/rukh-cli/rukh/internal/buildid.stamp"
+
+// sourceStamp is a hash of the tree the binaries are built from: every
+// file's path and content, but for VCS data, build outputs, node_modules,
+// packages made before and the packaging module itself.
+func sourceStamp(root string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "bin" || rel == "packaging") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || strings.HasSuffix(d.Name(), ".deb") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(data))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// sourceTime is the time stamped on the package's files and man pages:
+// SOURCE_DATE_EPOCH when set, else the time of the checked-out commit, so
+// that one commit gives one package; now only without git.
+func sourceTime(root string) time.Time {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	cmd := exec.Command("git", "log", "-1", "--format=%ct")
+	cmd.Dir = root
+	if out, err := cmd.Output(); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Now().UTC().Truncate(time.Second)
+}

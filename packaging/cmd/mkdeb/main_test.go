@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"debug/elf"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/systemd"
+	"github.com/spf13/cobra"
+)
+
+// need returns the path of a tool the test cannot do without: missing, it
+// fails the test in CI and skips it elsewhere.
+func need(t *testing.T, tool, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing (%v): .ci/run must install %s", tool, err, pkg)
+		}
+		t.Skipf("%s is missing (%v); `apt-get install %s` enables this test", tool, err, pkg)
+	}
+	return p
+}
+
+func TestDebVersion(t *testing.T) {
+	for _, c := range []struct{ describe, want string }{
+		{"v1.2.3", "1.2.3"},
+		{"1.2.3", "1.2.3"},
+		{"v1.2", "1.2"},
+		{"v1.2.3-dirty", "1.2.3+0.dirty"},
+		{"v1.2.3-rc.1", "1.2.3~rc.1"},
+		{"v1.2.3-4-gabc1234", "1.2.3+4.gabc1234"},
+		{"v1.2.3-4-gabc1234-dirty", "1.2.3+4.gabc1234.dirty"},
+		{"v1.2.3-rc.1-4-gabc1234", "1.2.3~rc.1+4.gabc1234"},
+		{"abc1234", "0.0.0~dev+abc1234"},
+		{"1234567", "0.0.0~dev+1234567"}, // an all-digit hash is no tag
+		{"abc1234-dirty", "0.0.0~dev+abc1234.dirty"},
+		{"release_2-1-gabc1234", "0.0.0~dev+release.2.1.gabc1234"},
+		{"", "0.0.0~dev"},
+	} {
+		if got := debVersion(c.describe); got != c.want {
+			t.Errorf("debVersion(%q) = %q, want %q", c.describe, got, c.want)
+		}
+	}
+
+	// Valid Debian versions that sort as their commits do.
+	dpkg := need(t, "dpkg", "dpkg")
+	order := []string{"0.0.0~dev", "0.0.0~dev+abc1234", "0.0.0~dev+abc1234.dirty", "1.2.3~rc.1",
+		"1.2.3~rc.1+4.gabc1234", "1.2.3", "1.2.3+0.dirty", "1.2.3+4.gabc1234", "1.2.3+4.gabc1234.dirty", "1.2.3+10.g0123456", "1.10.0"}
+	for i := 1; i < len(order); i++ {
+		out, err := exec.Command(dpkg, "--compare-versions", order[i-1], "lt", order[i]).CombinedOutput()
+		if err != nil || len(out) > 0 {
+			t.Errorf("dpkg --compare-versions %s lt %s: %v %s", order[i-1], order[i], err, out)
+		}
+	}
+}
+
+// debArch is the Debian name of the architecture mkdeb builds for.
+func debArch() string {
+	switch runtime.GOARCH {
+	case "386":
+		return "i386"
+	case "ppc64le":
+		return "ppc64el"
+	}
+	return runtime.GOARCH
+}
+
+// manPageNames are the pages the CLI's tree should give: one for rukh and
+// one per available built-in command, completion included.
+func manPageNames(t *testing.T) []string {
+	root := cli.NewRoot(&cli.Factory{Name: "rukh"})
+	root.InitDefaultCompletionCmd()
+	var names []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		names = append(names, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1.gz")
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() && !sub.IsAdditionalHelpTopicCommand() {
+				walk(sub)
+			}
+		}
+	}
+	walk(root)
+	slices.Sort(names)
+	return names
+}
+
+// TestDeb builds the package as `make deb` does, unpacks it with dpkg-deb
+// and checks its control fields, its layout and modes, that its binaries
+// are static and run, that the units, completions and man pages are the
+// ones the tree gives, and that systemd-analyze verify accepts the
+// installed units with the installed man page (Documentation=man:rukh(1)).
+func TestDeb(t *testing.T) {
+	dpkgDeb := need(t, "dpkg-deb", "dpkg")
+	root := filepath.Join("..", "..", "..")
+	// The version make deb would use, taken once: others may commit while
+	// the test runs.
+	version := gitVersion(root)
+	if out, err := exec.Command(need(t, "dpkg", "dpkg"), "--compare-versions", version, "eq", version).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("git describe gives %q, not a valid Debian version: %v %s", version, err, out)
+	}
+	deb, err := build(options{Root: root, OutDir: t.TempDir(), Version: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "rukh_" + version + "_" + debArch() + ".deb"; filepath.Base(deb) != want {
+		t.Errorf("package file %s, want %s", filepath.Base(deb), want)
+	}
+
+	t.Run("control", func(t *testing.T) {
+		control, err := exec.Command(dpkgDeb, "-I", deb, "control").Output()
+		if err != nil {
+			t.Fatalf("dpkg-deb -I: %v", err)
+		}
+		fields := map[string]string{}
+		var last string
+		sc := bufio.NewScanner(bytes.NewReader(control))
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, " ") {
+				fields[last] += "\n" + line[1:]
+				continue
+			}
+			k, v, ok := strings.Cut(line, ": ")
+			if !ok {
+				t.Fatalf("control: bad line %q", line)
+			}
+			fields[k], last = v, k
+		}
+		for k, want := range map[string]string{
+			"Package": "rukh", "Version": version, "Architecture": debArch(),
+			"Section": "utils", "Priority": "optional", "Maintainer": defaultMaintainer,
+		} {
+			if fields[k] != want {
+				t.Errorf("control %s: %q, want %q", k, fields[k], want)
+			}
+		}
+		if !strings.HasPrefix(fields["Description"], summary+"\n") || !strings.Contains(fields["Description"], "rukhd.socket") {
+			t.Errorf("control Description: %q", fields["Description"])
+		}
+		if fields["Installed-Size"] == "" {
+			t.Errorf("control has no Installed-Size")
+		}
+		// The binaries are static (checked below): nothing to depend on.
+		for _, k := range []string{"Depends", "Pre-Depends"} {
+			if v, ok := fields[k]; ok {
+				t.Errorf("control %s: %q, want none", k, v)
+			}
+		}
+	})
+
+	listing, err := exec.Command(dpkgDeb, "-c", deb).Output()
+	if err != nil {
+		t.Fatalf("dpkg-deb -c: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(listing)), "\n") {
+		if f := strings.Fields(line); len(f) < 2 || f[1] != "root/root" {
+			t.Errorf("not owned by root/root: %s", line)
+		}
+	}
+
+	dir := t.TempDir()
+	if out, err := exec.Command(dpkgDeb, "-x", deb, dir).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -x: %v\n%s", err, out)
+	}
+	got := map[string]fs.FileMode{}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			if info.Mode().Perm() != 0o755 {
+				t.Errorf("directory /%s: mode %v, want 0755", rel, info.Mode().Perm())
+			}
+			return nil
+		}
+		if !info.Mode().IsRegular() {
+			t.Errorf("/%s is not a regular file: %v", rel, info.Mode())
+		}
+		got["/"+filepath.ToSlash(rel)] = info.Mode().Perm()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]fs.FileMode{
+		"/usr/bin/rukh":                                  0o755,
+		"/usr/bin/rukhd":                                 0o755,
+		"/usr/lib/systemd/user/rukhd.socket":             0o644,
+		"/usr/lib/systemd/user/rukhd.service":            0o644,
+		"/usr/share/bash-completion/completions/rukh":    0o644,
+		"/usr/share/zsh/vendor-completions/_rukh":        0o644,
+		"/usr/share/fish/vendor_completions.d/rukh.fish": 0o644,
+	}
+	pages := manPageNames(t)
+	for _, p := range pages {
+		want["/usr/share/man/man1/"+p] = 0o644
+	}
+	for _, p := range []string{"rukh.1.gz", "rukh-ext-install.1.gz", "rukh-trust-add.1.gz", "rukh-profile-apply.1.gz", "rukh-mcp.1.gz", "rukh-completion-bash.1.gz"} {
+		if _, ok := want["/usr/share/man/man1/"+p]; !ok {
+			t.Errorf("the CLI tree gives no man page %s", p)
+		}
+	}
+	for path, mode := range want {
+		if m, ok := got[path]; !ok {
+			t.Errorf("missing %s", path)
+		} else if m != mode {
+			t.Errorf("%s: mode %v, want %v", path, m, mode)
+		}
+	}
+	for path := range got {
+		if _, ok := want[path]; !ok {
+			t.Errorf("unexpected file %s", path)
+		}
+	}
+	file := func(path string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	home := t.TempDir() // a RUKH_HOME, so the packaged rukh never reads the tester's own
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(dir, "usr", "bin", name), args...)
+		cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+
+	t.Run("binaries", func(t *testing.T) {
+		for _, name := range []string{"rukh", "rukhd"} {
+			f, err := elf.Open(filepath.Join(dir, "usr", "bin", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_INTERP {
+					t.Errorf("/usr/bin/%s is dynamically linked; the package declares no Depends", name)
+				}
+			}
+			f.Close()
+		}
+		if out := run("rukh", "version"); !strings.HasPrefix(out, "rukh ") {
+			t.Errorf("rukh version: %q", out)
+		}
+		// rukh and rukhd carry one source stamp (internal/buildid).
+		if out := run("rukhd", "--version"); !strings.HasPrefix(out, "rukhd ") || !strings.Contains(out, "/") {
+			t.Errorf("rukhd --version: %q, want a build id with a source stamp", out)
+		}
+	})
+
+	t.Run("units", func(t *testing.T) {
+		for _, unit := range []string{"rukhd.socket", "rukhd.service"} {
+			src, err := systemd.Units.ReadFile(unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(file("usr/lib/systemd/user/"+unit), src) {
+				t.Errorf("/usr/lib/systemd/user/%s differs from systemd/%s", unit, unit)
+			}
+		}
+	})
+
+	t.Run("completions", func(t *testing.T) {
+		for _, c := range []struct{ shell, path, head string }{
+			{"bash", "usr/share/bash-completion/completions/rukh", "# bash completion V2 for rukh"},
+			{"zsh", "usr/share/zsh/vendor-completions/_rukh", "#compdef rukh"},
+			{"fish", "usr/share/fish/vendor_completions.d/rukh.fish", "# fish completion for rukh"},
+		} {
+			data := file(c.path)
+			if !bytes.HasPrefix(data, []byte(c.head)) {
+				t.Errorf("/%s does not start with %q", c.path, c.head)
+			}
+			if string(data) != run("rukh", "completion", c.shell) {
+				t.Errorf("/%s is not what the packaged `rukh completion %s` prints", c.path, c.shell)
+			}
+		}
+	})
+
+	t.Run("man pages", func(t *testing.T) {
+		for _, p := range pages {
+			zr, err := gzip.NewReader(bytes.NewReader(file("usr/share/man/man1/" + p)))
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			page, err := io.ReadAll(zr)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			th := `.TH "` + strings.ToUpper(strings.TrimSuffix(p, ".1.gz")) + `" "1"`
+			if !bytes.HasPrefix(page, []byte(".nh\n"+th)) {
+				t.Errorf("%s does not start with %s: %.80q", p, th, page)
+			}
+			if !bytes.Contains(page, []byte("rukh "+version)) {
+				t.Errorf("%s does not name rukh %s", p, version)
+			}
+		}
+	})
+
+	t.Run("systemd-analyze verify", func(t *testing.T) {
+		sa := need(t, "systemd-analyze", "systemd")
+		args := []string{"verify", "--user"}
+		if _, err := exec.LookPath("man"); err != nil {
+			// verify runs man for Documentation=; without man-db it cannot.
+			t.Logf("man is missing: not checking Documentation=man:rukh(1)")
+			args = append(args, "--man=no")
+		}
+		tmp := t.TempDir()
+		for _, d := range []string{"units", "run", "home"} {
+			if err := os.Mkdir(filepath.Join(tmp, d), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, unit := range []string{"rukhd.socket", "rukhd.service"} {
+			// ExecStart=/usr/bin/rukhd must exist: point it at the
+			// unpacked one.
+			text := strings.ReplaceAll(string(file("usr/lib/systemd/user/"+unit)), "/usr/bin/rukhd", filepath.Join(dir, "usr", "bin", "rukhd"))
+			p := filepath.Join(tmp, "units", unit)
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, p)
+		}
+		cmd := exec.Command(sa, args...)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+filepath.Join(tmp, "run"), "HOME="+filepath.Join(tmp, "home"),
+			"XDG_CONFIG_HOME="+filepath.Join(tmp, "home", ".config"), "MANPATH="+filepath.Join(dir, "usr", "share", "man"))
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(out), "rukhd") {
+			t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+		} else if len(out) > 0 {
+			t.Logf("systemd-analyze verify (not about the units): %s", out)
+		}
+	})
+}
