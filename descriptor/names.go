@@ -3,13 +3,13 @@ package descriptor
 import "strings"
 
 // ValidPackage reports whether s is a valid package name.
-func ValidPackage(s string) bool { return len(s) <= MaxNameLength && rePackage.MatchString(s) }
+func ValidPackage(s string) bool { return len(s) <= MaxNameLength && rePackage().MatchString(s) }
 
 // ValidPublisher reports whether s is a valid publisher name.
-func ValidPublisher(s string) bool { return len(s) <= MaxNameLength && rePublisher.MatchString(s) }
+func ValidPublisher(s string) bool { return len(s) <= MaxNameLength && rePublisher().MatchString(s) }
 
 // ValidCommandID reports whether s is a valid command id.
-func ValidCommandID(s string) bool { return len(s) <= MaxNameLength && reCommandID.MatchString(s) }
+func ValidCommandID(s string) bool { return len(s) <= MaxNameLength && reCommandID().MatchString(s) }
 
 // SplitIdentity splits a canonical command identity <package>/<id> and
 // reports whether both parts are valid.

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gowebpki/jcs"
 	"github.com/rukh-cli/rukh/descriptor"
@@ -188,8 +189,8 @@ func checkShape(v *strictjson.Value, at string, sh shape) Errors {
 }
 
 var (
-	reNamespace = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	reTask      = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	reNamespace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
+	reTask      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]*$`) })
 )
 
 // Validate checks the profile on its own.
@@ -198,7 +199,7 @@ func (p *Profile) Validate() error {
 	add := func(at, format string, args ...any) {
 		errs = append(errs, &Error{Path: at, Message: fmt.Sprintf(format, args...)})
 	}
-	if len(p.EndpointNamespace) > MaxNamespaceSize || !reNamespace.MatchString(p.EndpointNamespace) {
+	if len(p.EndpointNamespace) > MaxNamespaceSize || !reNamespace().MatchString(p.EndpointNamespace) {
 		add("/endpointNamespace", "%q is not a namespace: lowercase letters and digits joined by \"-\", at most %d characters", p.EndpointNamespace, MaxNamespaceSize)
 	}
 	if len(p.Tasks) > MaxTasks {
@@ -231,7 +232,7 @@ func (p *Profile) Validate() error {
 	for _, name := range sortedKeys(p.Tasks) {
 		t := p.Tasks[name]
 		at := strictjson.Pointer("tasks", name)
-		if !reTask.MatchString(name) {
+		if !reTask().MatchString(name) {
 			add(at, "task name %q: use lowercase letters, digits and \"-\", starting with a letter", name)
 		}
 		if len(t.Commands) > MaxPatterns {

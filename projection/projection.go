@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/rukh-cli/rukh/descriptor"
@@ -98,7 +99,7 @@ type NotExposed struct {
 }
 
 var (
-	reDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	reDigest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 )
 
 // Build derives the projection of in. It returns every problem found, in
@@ -180,7 +181,7 @@ func (b *builder) collectPackages() {
 			continue
 		}
 		ok := true
-		if !reDigest.MatchString(pk.Digest) {
+		if !reDigest().MatchString(pk.Digest) {
 			b.add(CodePackageInvalid, d.Package, "release digest %q is not \"sha256:\" and 64 lowercase hex digits", pk.Digest)
 			ok = false
 		}
