@@ -5,6 +5,11 @@ GO       ?= go
 BIN      := $(CURDIR)/bin
 DEMOHOME := $(CURDIR)/.demo
 FUZZTIME ?= 60s
+# The source stamp of the build (internal/buildid): rukh and rukhd built
+# from the same sources carry the same one, and a daemon refuses a client
+# of another build (docs/adr/0003-daemon.md).
+STAMP    ?= $(shell git ls-files -co --exclude-standard '*.go' go.mod go.sum 2>/dev/null | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
+LDFLAGS  := -X github.com/rukh-cli/rukh/internal/buildid.stamp=$(STAMP)
 
 .PHONY: all build demo test vet fuzz bench clean
 .PHONY: deb
@@ -12,7 +17,7 @@ FUZZTIME ?= 60s
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
 	$(GO) build -o examples/hello-go/bin/hello ./examples/hello-go
 
 # The owner flow on a throwaway RUKH_HOME (./.demo), never your own.
