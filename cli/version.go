@@ -2,17 +2,19 @@ package cli
 
 import (
 	"fmt"
-	"github.com/rukh-cli/rukh/paths"
 	"runtime"
 	"strings"
 
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/paths"
 	"github.com/spf13/cobra"
 )
 
 type versionInfo struct {
 	Name              string       `json:"name"`
 	Version           string       `json:"version"`
+	Build             string       `json:"build"`
 	Go                string       `json:"go"`
 	DescriptorFormats []string     `json:"descriptorFormats"`
 	Features          []string     `json:"features"`
@@ -29,6 +31,7 @@ func newVersionCmd(f *Factory) *cobra.Command {
 			v := versionInfo{
 				Name:              f.Name,
 				Version:           BuildVersion(),
+				Build:             buildid.ID(),
 				Go:                runtime.Version(),
 				DescriptorFormats: []string{descriptor.FormatV1, descriptor.FormatV2},
 				Features:          descriptor.KnownFeatures,
@@ -40,8 +43,8 @@ func newVersionCmd(f *Factory) *cobra.Command {
 			if asJSON {
 				return writeJSON(f.IO.Out, v)
 			}
-			fmt.Fprintf(f.IO.Out, "%s %s (%s)\ndescriptor formats: %s\nmachine features: %s\n",
-				v.Name, v.Version, v.Go, strings.Join(v.DescriptorFormats, ", "), strings.Join(v.Features, ", "))
+			fmt.Fprintf(f.IO.Out, "%s %s (%s)\nbuild: %s\ndescriptor formats: %s\nmachine features: %s\n",
+				v.Name, v.Version, v.Go, v.Build, strings.Join(v.DescriptorFormats, ", "), strings.Join(v.Features, ", "))
 			if v.Paths != nil {
 				fmt.Fprintf(f.IO.Out, "data: %s\nconfig: %s\nruntime: %s\n", v.Paths.Data, v.Paths.Config, v.Paths.Runtime)
 			}
