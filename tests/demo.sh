@@ -56,3 +56,16 @@ step rukh profile history
 # by the official Go SDK client (tests/mcpdemo): list, then call.
 go build -o "$RUKH_HOME/mcpdemo" ./tests/mcpdemo
 step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent","times":2}'
+
+# The same commands with the daemon: rukhd keeps the store open and the
+# projection warm; rukh forwards each command line to it with this
+# terminal, and rukh mcp sends its calls there. Same output, faster start.
+trap 'rukh daemon stop >/dev/null 2>&1 || true' EXIT
+step rukh daemon start
+step rukh daemon status
+step rukh greet Ana -n 2
+step rukh deploy status --env stage --limit 1
+step rukh doctor
+step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent via rukhd","times":1}'
+step rukh invocations list -n 4
+step rukh daemon stop
