@@ -38,7 +38,7 @@ vet:
 # and man pages. packaging/ is its own module, so nfpm stays out of go.mod;
 # -mod=mod lets it follow the main module's requirements (replace ../).
 deb:
-	cd packaging && $(GO) run -mod=mod ./cmd/mkdeb -root $(CURDIR) -o $(CURDIR)
+	cd packaging && $(GO) run -mod=mod ./cmd/mkdeb -root $(CURDIR) -o $(CURDIR) -stamp '$(STAMP)'
 
 # Each fuzz target for FUZZTIME (go test fuzzes one target at a time).
 fuzz:
@@ -53,6 +53,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./extproto/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseInvoke$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./extproto/
 	$(GO) test -run='^$$' -fuzz='^FuzzGuardRead$$' -fuzztime=$(FUZZTIME) ./mcp/guard/
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./wire/
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/ ./store/ ./projection/ ./extproto/ ./invoke/ ./mcp/guard/

@@ -4,7 +4,7 @@
 // gzipped man pages generated from the CLI's cobra tree. `make deb` runs it
 // from packaging/ and writes rukh_VERSION_ARCH.deb to the repository root.
 //
-//	go run ./cmd/mkdeb [-root ..] [-o DIR] [-version V] [-maintainer 'Name <email>']
+//	go run ./cmd/mkdeb [-root ..] [-o DIR] [-version V] [-stamp S] [-maintainer 'Name <email>']
 package main
 
 import (
@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,7 @@ type options struct {
 	OutDir     string    // where the .deb goes
 	Version    string    // Debian version; from git describe when empty
 	Maintainer string    // "Name <email>"
+	Stamp      string    // the build's source stamp; the Makefile's STAMP when empty
 	MTime      time.Time // of every file and man page; SOURCE_DATE_EPOCH or the commit's time when zero
 }
 
@@ -63,6 +65,7 @@ func main() {
 	flag.StringVar(&o.Root, "root", "..", "the repository root (`make deb` runs mkdeb from packaging/)")
 	flag.StringVar(&o.OutDir, "o", "", "directory to write rukh_VERSION_ARCH.deb to (default: the repository root)")
 	flag.StringVar(&o.Version, "version", "", "Debian package version (default: from git describe --tags --always --dirty)")
+	flag.StringVar(&o.Stamp, "stamp", "", "source stamp linked into both binaries (default: computed as the Makefile's STAMP)")
 	flag.StringVar(&o.Maintainer, "maintainer", "", "Maintainer field (default: $DEBFULLNAME <$DEBEMAIL>, else a placeholder)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -109,11 +112,14 @@ func build(o options) (string, error) {
 	defer os.RemoveAll(work)
 
 	// Static binaries: the package then depends on nothing, not even libc.
-	// Both carry the same source stamp, so the packaged rukh talks to the
-	// packaged rukhd and to no daemon of another build.
-	stamp, err := sourceStamp(root)
-	if err != nil {
-		return "", err
+	// Both carry the source stamp, so the packaged rukh talks to the
+	// packaged rukhd and to no daemon of other sources
+	// (docs/adr/0003-daemon.md).
+	stamp := o.Stamp
+	if stamp == "" {
+		if stamp, err = sourceStamp(root); err != nil {
+			return "", err
+		}
 	}
 	bin := filepath.Join(work, "bin")
 	ldflags := "-s -w -X " + stampVar + "=" + stamp
@@ -345,35 +351,29 @@ func debVersion(describe string) string {
 // stampVar is the build identity's source stamp (internal/buildid).
 const stampVar = "github.com/rukh-cli/rukh/internal/buildid.stamp"
 
-// sourceStamp is a hash of the tree the binaries are built from: every
-// file's path and content, but for VCS data, build outputs, node_modules,
-// packages made before and the packaging module itself.
+// sourceStamp is the Makefile's STAMP: the first 16 hex digits of the
+// SHA-256 of every Go source, go.mod and go.sum git knows of (tracked or
+// untracked, not ignored), concatenated in byte order of their paths. A
+// rukh built by `make build` and the packaged rukhd of the same sources
+// are then one build.
 func sourceStamp(root string) (string, error) {
+	cmd := exec.Command("git", "ls-files", "-z", "-co", "--exclude-standard", "*.go", "go.mod", "go.sum")
+	cmd.Dir = root
+	out, _ := cmd.Output() // without git, no files: the Makefile's STAMP then hashes nothing too
+	var names []string
+	if len(out) > 0 {
+		names = strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	}
+	slices.Sort(names)
 	h := sha256.New()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(root, n))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted but not yet committed: cat skips it too
+		} else if err != nil {
+			return "", err
 		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "bin" || rel == "packaging") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || strings.HasSuffix(d.Name(), ".deb") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(data))
 		h.Write(data)
-		return nil
-	})
-	if err != nil {
-		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
