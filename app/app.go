@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/paths"
 )
 
@@ -36,6 +37,7 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 // and returns its exit status. When the CLI's daemon answers, the whole
 // command line runs there (see forward); otherwise here.
 func Main(cfg Config, args []string) int {
+	fds.MarkInherited()
 	if status, ok := forward(cfg, args); ok {
 		return status
 	}

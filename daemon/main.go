@@ -16,6 +16,7 @@ import (
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
@@ -36,6 +37,7 @@ const storeWait = 10 * time.Second
 // Main runs rukhd for the CLI name with args and the process's
 // environment and signals, and returns its exit status.
 func Main(name string, args []string) int {
+	fds.MarkInherited()
 	fs := flag.NewFlagSet(name+"d", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	idle := fs.Duration("idle-timeout", 0, "exit after this long with no client and nothing running (0: never)")

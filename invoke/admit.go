@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,6 +22,31 @@ type admission struct {
 	task     profile.Task
 	inputs   values.Map
 	deadline time.Duration
+	grants   []grant // the paths the call was granted (path: resources)
+}
+
+// grant is one path a call may use: its access named it, the task allowed
+// it, and strict enforcement opens exactly these to the command.
+type grant struct {
+	path  string
+	write bool
+}
+
+// pathResource normalizes a "path:" resource and returns the resources to
+// authorize: the cleaned path (so /srv/public/../private is
+// /srv/private), and, when a symlink leads elsewhere, the path it resolves
+// to (so a link inside an allowed tree cannot reach outside it).
+func pathResource(resource string) (clean, real string, err error) {
+	p := strings.TrimPrefix(resource, "path:")
+	if !filepath.IsAbs(p) {
+		return "", "", fmt.Errorf("%q is not an absolute path", p)
+	}
+	clean = filepath.Clean(p)
+	real = clean
+	if r, err := filepath.EvalSymlinks(clean); err == nil {
+		real = r
+	}
+	return clean, real, nil
 }
 
 // Invoke runs one call of a pinned target through every phase and returns
@@ -126,9 +152,22 @@ func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
 	}
 	for _, a := range cmd.Access {
 		resource := expand(a.Resource, ad.inputs)
-		if !allowed(ad.task.Allow, a.Action, resource) {
-			return ad, rejected(ReasonDenied, "task %q does not allow %s on %q; the owner can add an allow rule to tasks.%s", ad.taskName, a.Action, resource, ad.taskName)
+		if !strings.HasPrefix(resource, "path:") {
+			if !allowed(ad.task.Allow, a.Action, resource) {
+				return ad, rejected(ReasonDenied, "task %q does not allow %s on %q; the owner can add an allow rule to tasks.%s", ad.taskName, a.Action, resource, ad.taskName)
+			}
+			continue
 		}
+		clean, real, err := pathResource(resource)
+		switch {
+		case err != nil:
+			return ad, rejected(ReasonDenied, "%s on %q: %v", a.Action, resource, err)
+		case !allowed(ad.task.Allow, a.Action, "path:"+clean):
+			return ad, rejected(ReasonDenied, "task %q does not allow %s on %q; the owner can add an allow rule to tasks.%s", ad.taskName, a.Action, "path:"+clean, ad.taskName)
+		case !allowed(ad.task.Allow, a.Action, "path:"+real):
+			return ad, rejected(ReasonDenied, "task %q does not allow %s on %q: %s resolves to %s, which it does not allow", ad.taskName, a.Action, "path:"+clean, clean, real)
+		}
+		ad.grants = append(ad.grants, grant{path: real, write: !strings.HasSuffix(a.Action, ".read")})
 	}
 	ad.deadline = time.Duration(ad.task.DeadlineMs) * time.Millisecond
 	return ad, nil
@@ -182,12 +221,22 @@ func expand(template string, inputs values.Map) string {
 func allowed(rules []profile.Rule, action, resource string) bool {
 	for _, r := range rules {
 		a, _ := path.Match(r.Action, action)
-		res, _ := path.Match(r.Resource, resource)
-		if a && res {
+		if a && matchResource(r.Resource, resource) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchResource matches a resource against an allow pattern: path.Match
+// wildcards, and a final "**" that matches the rest whatever it holds
+// ("path:/srv/public/**" covers every path under /srv/public).
+func matchResource(pattern, resource string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "**"); ok && !strings.ContainsAny(prefix, "*?[\\") {
+		return strings.HasPrefix(resource, prefix)
+	}
+	m, _ := path.Match(pattern, resource)
+	return m
 }
 
 func (c *Core) update(fn func(tx *store.Tx) error) error { return c.Store.Update(fn) }

@@ -43,6 +43,10 @@ const (
 	ReasonInterrupted         = "interrupted"
 	ReasonHostLost            = "host_lost"
 	ReasonStoreUnavailable    = "store_unavailable"
+	// The task's enforcement profile cannot be applied on this machine
+	// (no helper, no Landlock, no user namespaces): refused, never run
+	// weaker.
+	ReasonEnforcementUnavailable = "enforcement_unavailable"
 )
 
 // Transports.
@@ -59,7 +63,10 @@ type Core struct {
 	// Grace is how long a command has between SIGTERM and SIGKILL when it
 	// is stopped; it comes out of a budget that never renews.
 	Grace time.Duration
-	Now   func() time.Time
+	// Sandbox is the enforcement helper (rukh-sandbox); empty: look for it
+	// beside the executable, then on $PATH.
+	Sandbox string
+	Now     func() time.Time
 }
 
 // New returns a Core for dataDir with default settings.

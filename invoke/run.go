@@ -21,6 +21,7 @@ import (
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/resultschema"
+	"github.com/rukh-cli/rukh/sandbox"
 )
 
 // Bounds of the execute phase.
@@ -104,7 +105,10 @@ func (d *drain) run(r *os.File, wg *sync.WaitGroup) {
 // run executes an admitted invocation and decides its outcome.
 func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *admission) *Outcome {
 	cmd := t.Command
-	prog := filepath.Join(t.Release.Dir, filepath.FromSlash(cmd.Execute.Program))
+	// The program's path comes from trust, not from a record: the data
+	// dir's content-addressed release directory and the declared program.
+	releaseDir := filepath.Join(c.DataDir, "releases", strings.TrimPrefix(t.Release.Digest, "sha256:"))
+	prog := filepath.Join(releaseDir, filepath.FromSlash(cmd.Execute.Program))
 	if fi, err := os.Lstat(prog); err != nil || !fi.Mode().IsRegular() {
 		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed,
 			Message: fmt.Sprintf("cannot run %s: its program %s is missing or not a regular file; reinstall %s %s", cmd.Identity, prog, t.Package.Package, t.Package.Version)}
@@ -141,6 +145,11 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		ex.Stdin = req.Stdin
 		ex.WaitDelay = channelGrace // a stdin copy must not outlive the command
 	}
+	enf, refused := c.prepareEnforcement(ad.task, prog, releaseDir, id, ad.grants)
+	if refused != nil {
+		return refused
+	}
+	defer enf.cleanup()
 
 	var closeAfterStart []*os.File
 	var drains sync.WaitGroup
@@ -192,13 +201,19 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		ex.ExtraFiles = []*os.File{child}
 		closeAfterStart = append(closeAfterStart, child)
 	}
+	if w, err := enf.wrap(ex); err != nil {
+		closeAll(closeAfterStart)
+		closeAll(readEnds)
+		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: err.Error()}
+	} else if w != nil {
+		closeAfterStart = append(closeAfterStart, w)
+	}
 
 	err := ex.Start()
 	closeAll(closeAfterStart)
 	if err != nil {
 		closeAll(readEnds)
-		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed,
-			Message: fmt.Sprintf("cannot start %s: %v", cmd.Identity, err)}
+		return enf.startError(cmd.Identity, err)
 	}
 	pgid := ex.Process.Pid
 
@@ -265,6 +280,14 @@ wait:
 		<-drained
 	}
 
+	if msg := enf.failure(); msg != "" {
+		// The helper could not confine the command, or not exec it: the
+		// command never ran.
+		if strings.Contains(msg, sandbox.ErrUnavailable.Error()) {
+			return rejected(ReasonEnforcementUnavailable, "cannot apply enforcement %q to %s: %s; nothing was run", enf.profile, cmd.Identity, msg)
+		}
+		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: fmt.Sprintf("cannot start %s: %s", cmd.Identity, msg)}
+	}
 	out := finalize(cmd, managed, token, cause, ad, rep, exitStatus(waitErr))
 	out.Diagnostics = Diagnostics{
 		StdoutBytes: outDrain.total.Load(), StderrBytes: errDrain.total.Load(),

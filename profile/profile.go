@@ -54,6 +54,17 @@ type Task struct {
 	MaxConcurrent int      `json:"maxConcurrent"`
 	Enforcement   string   `json:"enforcement"` // host | restricted | strict
 	Allow         []Rule   `json:"allow,omitempty"`
+	// Resource limits of each command (restricted and strict only; 0 is
+	// no limit): CPU seconds, address space, open files, processes.
+	CPUSeconds  int64 `json:"cpuSeconds,omitempty"`
+	MemoryBytes int64 `json:"memoryBytes,omitempty"`
+	OpenFiles   int64 `json:"openFiles,omitempty"`
+	Processes   int64 `json:"processes,omitempty"`
+}
+
+// HasLimits reports whether the task sets any resource limit.
+func (t Task) HasLimits() bool {
+	return t.CPUSeconds != 0 || t.MemoryBytes != 0 || t.OpenFiles != 0 || t.Processes != 0
 }
 
 // Rule allows one action on one resource; both may hold "*" wildcards.
@@ -151,7 +162,8 @@ type shape map[string]shape
 
 var (
 	ruleShape    = shape{"action": nil, "resource": nil}
-	taskShape    = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": {"*": ruleShape}}
+	taskShape    = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": {"*": ruleShape},
+		"cpuSeconds": nil, "memoryBytes": nil, "openFiles": nil, "processes": nil}
 	profileShape = shape{
 		"endpointNamespace": nil,
 		"cli":               {"task": nil},
@@ -253,6 +265,18 @@ func (p *Profile) Validate() error {
 		case EnforceHost, EnforceRestricted, EnforceStrict:
 		default:
 			add(at+"/enforcement", "enforcement %q is not %q, %q or %q", t.Enforcement, EnforceHost, EnforceRestricted, EnforceStrict)
+		}
+		for _, l := range []struct {
+			name string
+			v    int64
+		}{{"cpuSeconds", t.CPUSeconds}, {"memoryBytes", t.MemoryBytes}, {"openFiles", t.OpenFiles}, {"processes", t.Processes}} {
+			if l.v < 0 {
+				add(at+"/"+l.name, "%s must be 0 (no limit) or more", l.name)
+			}
+		}
+		if t.HasLimits() && t.Enforcement == EnforceHost {
+			// A declared protection that is not enforced is worse than none.
+			add(at+"/enforcement", "resource limits are applied only under enforcement %q or %q; this task is %q", EnforceRestricted, EnforceStrict, EnforceHost)
 		}
 		if len(t.Allow) > MaxPatterns {
 			add(at+"/allow", "%d rules; at most %d are allowed", len(t.Allow), MaxPatterns)

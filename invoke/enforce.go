@@ -1,0 +1,142 @@
+package invoke
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// HelperName is the enforcement helper's file name: it is looked for
+// beside the running executable, then on $PATH.
+const HelperName = "rukh-sandbox"
+
+var findHelper = sync.OnceValue(func() string {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), HelperName)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	p, _ := exec.LookPath(HelperName)
+	return p
+})
+
+// enforcement is how one invocation is confined.
+type enforcement struct {
+	profile string
+	helper  string
+	spec    *sandbox.Spec
+	tmpdir  string   // the command's private TMPDIR, removed afterwards
+	report  *os.File // the read end of the helper's failure report
+}
+
+// prepareEnforcement builds the confinement of a command under the task's
+// profile, or refuses: a profile this machine cannot apply is never run
+// weaker.
+func (c *Core) prepareEnforcement(task profile.Task, prog, releaseDir, id string, grants []grant) (*enforcement, *Outcome) {
+	e := &enforcement{profile: task.Enforcement}
+	if e.profile == "" || e.profile == profile.EnforceHost {
+		return e, nil
+	}
+	e.helper = c.Sandbox
+	if e.helper == "" {
+		e.helper = findHelper()
+	}
+	if e.helper == "" {
+		return nil, rejected(ReasonEnforcementUnavailable,
+			"the task's enforcement is %q, but %s is not installed beside this program or on $PATH; nothing was run", e.profile, HelperName)
+	}
+	spec := &sandbox.Spec{Profile: e.profile, Program: prog}
+	for _, l := range []struct {
+		res int
+		v   int64
+	}{{unix.RLIMIT_CPU, task.CPUSeconds}, {unix.RLIMIT_AS, task.MemoryBytes}, {unix.RLIMIT_NOFILE, task.OpenFiles}, {unix.RLIMIT_NPROC, task.Processes}} {
+		if l.v > 0 {
+			spec.Rlimits = append(spec.Rlimits, sandbox.Rlimit{Resource: l.res, Max: uint64(l.v)})
+		}
+	}
+	tmp, err := os.MkdirTemp("", "rukh-"+id[:12]+"-")
+	if err != nil {
+		return nil, &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: "private TMPDIR: " + err.Error()}
+	}
+	e.tmpdir = tmp
+	if e.profile == profile.EnforceStrict {
+		spec.ReadOnly = append([]string{releaseDir}, sandbox.SystemReadOnly...)
+		spec.ReadWrite = append([]string{tmp}, sandbox.SystemReadWrite...)
+		for _, g := range grants {
+			if g.write {
+				spec.ReadWrite = append(spec.ReadWrite, g.path)
+			} else {
+				spec.ReadOnly = append(spec.ReadOnly, g.path)
+			}
+		}
+	}
+	e.spec = spec
+	return e, nil
+}
+
+// wrap makes ex start the helper, which applies the profile and execs the
+// command; the helper's report pipe is the descriptor after the channel.
+func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart *os.File, err error) {
+	if e.spec == nil {
+		return nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	e.report = r
+	e.spec.ReportFD = 3 + len(ex.ExtraFiles)
+	ex.ExtraFiles = append(ex.ExtraFiles, w)
+	spec, _ := json.Marshal(e.spec)
+	ex.Env = append(ex.Env, "TMPDIR="+e.tmpdir, sandbox.EnvSpec+"="+string(spec))
+	ex.Args = append([]string{e.helper}, ex.Args...)
+	ex.Path = e.helper
+	if e.profile == profile.EnforceStrict {
+		// No network: a network namespace of its own (only a loopback that
+		// is down), in a user namespace that maps the caller to itself.
+		attr := ex.SysProcAttr
+		attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	}
+	return w, nil
+}
+
+// failure reads the helper's report once the command is done: a message
+// means the profile could not be applied (or the program not executed)
+// and the command never ran.
+func (e *enforcement) failure() string {
+	if e.report == nil {
+		return ""
+	}
+	defer e.report.Close()
+	msg, _ := io.ReadAll(io.LimitReader(e.report, 4096))
+	return strings.TrimSpace(string(msg))
+}
+
+// cleanup removes the private TMPDIR.
+func (e *enforcement) cleanup() {
+	if e.tmpdir != "" {
+		os.RemoveAll(e.tmpdir)
+	}
+}
+
+// startError classifies a failure to start the helper itself: a machine
+// without user namespaces cannot give a strict command its own network.
+func (e *enforcement) startError(identity string, err error) *Outcome {
+	if e.spec != nil && e.profile == profile.EnforceStrict {
+		return rejected(ReasonEnforcementUnavailable, "cannot apply enforcement %q to %s: %v (no unprivileged user and network namespaces?); nothing was run", e.profile, identity, err)
+	}
+	return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: fmt.Sprintf("cannot start %s: %v", identity, err)}
+}
