@@ -64,7 +64,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		Transport: req.Transport, Task: ad.taskName, PID: os.Getpid(), PIDStart: selfStart(), StartedAt: c.Now().UTC(),
 	}
 	if err := c.update(func(tx *store.Tx) error {
-		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, processAlive, c.Now().UTC())
+		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, hostAlive, c.Now().UTC())
 	}); err != nil {
 		var busy *store.BusyError
 		if errors.As(err, &busy) {
@@ -251,7 +251,7 @@ func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outco
 	}
 	return c.update(func(tx *store.Tx) error {
 		// A refusal occupies no slot: admit it against an unbounded limit.
-		if err := tx.BeginInvocation(inv, int(^uint(0)>>1), processAlive, now); err != nil {
+		if err := tx.BeginInvocation(inv, int(^uint(0)>>1), hostAlive, now); err != nil {
 			return err
 		}
 		_, err := tx.FinishInvocation(inv.ID, out.Outcome, out.Reason, 0, out.Message, now)

@@ -289,7 +289,7 @@ func TestBusyAndHostLost(t *testing.T) {
 	lost := &store.Invocation{ID: strings.Repeat("ab", 16), Identity: "test.hostile/well-behaved", Digest: fast.Release.Digest,
 		Revision: fast.Revision, Transport: "cli", Task: "owner", PID: 1 << 30, StartedAt: time.Now()}
 	err = s.Update(func(tx *store.Tx) error {
-		return tx.BeginInvocation(lost, 1, func(int, uint64) bool { return true }, time.Now())
+		return tx.BeginInvocation(lost, 1, func(*store.Invocation) bool { return true }, time.Now())
 	})
 	s.Close()
 	if err != nil {

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/store"
 )
 
 // procStart returns a process's start time in clock ticks since boot
@@ -40,6 +43,40 @@ func selfStart() uint64 {
 func processAlive(pid int, start uint64) bool {
 	n, ok := procStart(pid)
 	return ok && n == start
+}
+
+// hostAlive reports whether the host of an open invocation record still
+// runs. When it does not, whatever the invocation started and is still
+// running (a grandchild that outlived the command, which died with its
+// host) is found by its RUKH_INVOCATION_ID and killed first: a lost
+// host's slot is freed only once its processes are gone.
+func hostAlive(inv *store.Invocation) bool {
+	if processAlive(inv.PID, inv.PIDStart) {
+		return true
+	}
+	reap(inv.ID)
+	return false
+}
+
+// reap kills every process of this user whose environment carries
+// RUKH_INVOCATION_ID=id.
+func reap(id string) {
+	marker := []byte(extproto.EnvInvocationID + "=" + id + "\x00")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(append(env, 0), marker) {
+			continue
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // signalGroup sends sig to the process group pgid, ignoring a group that

@@ -189,7 +189,7 @@ func (c *Core) ResolveLost() ([]string, error) {
 	var lost []string
 	err := c.update(func(tx *store.Tx) error {
 		var err error
-		lost, err = tx.ResolveLost(processAlive, c.Now().UTC())
+		lost, err = tx.ResolveLost(hostAlive, c.Now().UTC())
 		return err
 	})
 	return lost, err

@@ -100,7 +100,7 @@ func validInvocationID(id string) bool {
 // invocations and records it, in the caller's transaction. Open records
 // whose host is gone (alive reports false) are first finalized as
 // execution_failed / host_lost: they free their slot and are never re-run.
-func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(pid int, start uint64) bool, now time.Time) error {
+func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(*Invocation) bool, now time.Time) error {
 	if !validInvocationID(inv.ID) {
 		return fmt.Errorf("invocation id %q is not 32 hex characters", inv.ID)
 	}
@@ -149,9 +149,10 @@ func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(pid int, star
 }
 
 // ResolveLost finalizes every open record whose host is gone (alive
-// reports false) as execution_failed / host_lost, and returns their ids:
-// they free their slot and are never re-run.
-func (tx *Tx) ResolveLost(alive func(pid int, start uint64) bool, now time.Time) ([]string, error) {
+// reports false, having made sure nothing of the invocation still runs)
+// as execution_failed / host_lost, and returns their ids: they free their
+// slot and are never re-run.
+func (tx *Tx) ResolveLost(alive func(*Invocation) bool, now time.Time) ([]string, error) {
 	records, open, err := tx.invBuckets()
 	if err != nil {
 		return nil, err
@@ -162,7 +163,7 @@ func (tx *Tx) ResolveLost(alive func(pid int, start uint64) bool, now time.Time)
 		if err != nil {
 			return err
 		}
-		if !alive(rec.PID, rec.PIDStart) {
+		if !alive(rec) {
 			lost = append(lost, string(k))
 		}
 		return nil
