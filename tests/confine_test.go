@@ -1,0 +1,357 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/internal/testhome"
+)
+
+// confineRelease is a release of the probe extension (testdata/confine):
+// `probe WHAT ARG` tries something and reports it; `read PATH` declares
+// files.read on path:PATH, and `read PATH --what readother --other P`
+// reads P instead: a command that lies about its access.
+const confineRelease = `{"schema":"rukh.extension/2","package":"t.confine","version":"1.0.0","publisher":"t","commands":[
+ {"id":"probe","path":["probe"],"summary":"Probe",
+  "inputs":[{"id":"what","positional":0,"type":"string","required":true},{"id":"arg","positional":1,"type":"string","default":""}],
+  "execute":{"mapping":"managed","program":"bin/probe","result":{"kind":"text"}},
+  "machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"read"}},
+ {"id":"read","path":["read"],"summary":"Read a file",
+  "inputs":[{"id":"arg","positional":0,"type":"string","required":true},{"id":"what","type":"string","enum":["read","readother"],"default":"read"},
+            {"id":"other","type":"string","default":""}],
+  "execute":{"mapping":"managed","program":"bin/probe","result":{"kind":"text"}},
+  "machine":{"eligible":true,"requiredFeatures":["command-result/1"]},
+  "access":[{"action":"files.read","resource":"path:{arg}"}],"effects":{"class":"read"}}]}`
+
+type confined struct {
+	dir, rukh, home, srv string
+	env              []string
+}
+
+// newConfined builds rukh and rukh-sandbox side by side, installs the
+// probe, and applies a profile whose CLI and MCP task have enforcement
+// enf and may read path:SRV/public/**.
+func newConfined(t *testing.T, enf string) *confined {
+	t.Helper()
+	c := &confined{dir: t.TempDir()}
+	bin := filepath.Join(c.dir, "bin")
+	c.rukh = filepath.Join(bin, "rukh")
+	for _, b := range [][2]string{{c.rukh, "../cmd/rukh"}, {filepath.Join(bin, "rukh-sandbox"), "../cmd/rukh-sandbox"}} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	rel := filepath.Join(c.dir, "rel")
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {
+		t.Fatalf("go build probe: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(confineRelease), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.home = filepath.Join(c.dir, "rukh-home")
+	a := testhome.InstallPinned(t, filepath.Join(c.home, "data"), rel)
+	c.srv = filepath.Join(c.dir, "srv")
+	for name, content := range map[string]string{"public/a.txt": "public a", "public/b.txt": "public b", "private/a.txt": "private a", "user/.ssh/id_ed25519": "KEY"} {
+		p := filepath.Join(c.srv, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(c.srv, "private/a.txt"), filepath.Join(c.srv, "public/link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	limits := ""
+	if enf != "host" {
+		limits = `,"openFiles":64`
+	}
+	prof := fmt.Sprintf(`{"endpointNamespace":"t","cli":{"task":"confined"},"mcp":{"expose":["t.confine/*"],"task":"confined"},
+		"tasks":{"confined":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":%q%s,
+		                     "allow":[{"action":"files.read","resource":"path:%s/public/**"}]}}}`, enf, limits, c.srv)
+	if _, _, err := a.ApplyProfile([]byte(prof)); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(os.Environ(), "RUKH_HOME="+c.home, "HOME="+filepath.Join(c.srv, "user"))
+	return c
+}
+
+// run runs rukh ARGS with extra descriptors 7, 8 and 9 left open by the
+// caller, and returns stdout, stderr and the exit status.
+func (c *confined) run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(c.rukh, args...)
+	cmd.Env = c.env
+	var extra []*os.File
+	for i := range 3 {
+		f, err := os.Create(filepath.Join(c.dir, fmt.Sprintf("inherited-%d", 7+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		extra = append(extra, f)
+	}
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	cmd.ExtraFiles = append([]*os.File{devnull, devnull, devnull, devnull}, extra...) // fds 3–6, then 7–9
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	status := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), status
+}
+
+// TestConfinement runs the probe under each enforcement profile through
+// the CLI and checks what it could do: each row is the probe's own report
+// (or the CLI's refusal) under host, restricted and strict.
+func TestConfinement(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	for _, enf := range []string{"host", "restricted", "strict"} {
+		t.Run(enf, func(t *testing.T) {
+			c := newConfined(t, enf)
+			strict := enf == "strict"
+			outside := filepath.Join(c.dir, "outside.txt")
+			for _, tc := range []struct {
+				name   string
+				args   []string
+				want   string // a prefix of stdout: "ok: …" or "error: …"
+				status int
+			}{
+				{"shadow", []string{"probe", "read", "/etc/shadow"}, pick(strict, "error: open /etc/shadow: permission denied", "ok: "), 0},
+				{"ssh key", []string{"probe", "read", filepath.Join(c.srv, "user/.ssh/id_ed25519")}, pick(strict, "error: open "+filepath.Join(c.srv, "user/.ssh/id_ed25519")+": permission denied", "ok: KEY"), 0},
+				{"tcp to 127.0.0.1", []string{"probe", "tcp", ln.Addr().String()}, pick(strict, "error: dial tcp "+ln.Addr().String()+": connect: permission denied", "ok: "), 0},
+				{"write outside", []string{"probe", "write", outside}, pick(strict, "error: open "+outside+": permission denied", "ok: "), 0},
+				{"private tmpdir", []string{"probe", "tmpdir"}, pick(enf == "host", "ok: ", "ok: "+os.TempDir()+"/rukh-"), 0},
+				{"granted path", []string{"read", filepath.Join(c.srv, "public/a.txt")}, "ok: public a", 0},
+				{"not granted", []string{"read", filepath.Join(c.srv, "private/a.txt")}, "", 77},
+				{"traversal", []string{"read", filepath.Join(c.srv, "public/../private/a.txt")}, "", 77},
+				{"symlink out", []string{"read", filepath.Join(c.srv, "public/link.txt")}, "", 77},
+				{"lying command", []string{"read", filepath.Join(c.srv, "public/a.txt"), "--what", "readother", "--other", filepath.Join(c.srv, "public/b.txt")},
+					pick(strict, "error: open "+filepath.Join(c.srv, "public/b.txt")+": permission denied", "ok: public b"), 0},
+				{"no_new_privs", []string{"probe", "nnp"}, pick(enf == "host", "ok: NoNewPrivs: 0", "ok: NoNewPrivs: 1"), 0},
+				{"open files limit", []string{"probe", "limit", "Max open files"}, pick(enf == "host", "ok: Max open files", "ok: Max open files 64 64 files"), 0},
+			} {
+				out, stderr, status := c.run(t, tc.args...)
+				if status != tc.status || !strings.HasPrefix(out, tc.want) {
+					t.Errorf("%s: exit %d, stdout %q (stderr %q); want exit %d and stdout starting %q", tc.name, status, out, stderr, tc.status, tc.want)
+				}
+				if tc.status == 77 && !strings.Contains(stderr, "does not allow files.read") {
+					t.Errorf("%s: stderr %q", tc.name, stderr)
+				}
+			}
+			if _, err := os.Stat(outside); strict && err == nil {
+				t.Error("a strict command wrote outside its grants")
+			}
+			// The private TMPDIR is gone after the call.
+			if enf != "host" {
+				out, _, _ := c.run(t, "probe", "tmpdir")
+				dir := strings.TrimPrefix(strings.TrimSpace(out), "ok: ")
+				if _, err := os.Stat(dir); err == nil {
+					t.Errorf("the private TMPDIR %s is still there", dir)
+				}
+			}
+			// Descriptors 7–9 the caller left open never reach the command.
+			out, _, _ := c.run(t, "probe", "fds")
+			if !strings.HasPrefix(out, "ok: ") || strings.Contains(out, "inherited-") {
+				t.Errorf("descriptors of the command: %s", out)
+			}
+		})
+	}
+}
+
+func pick(cond bool, yes, no string) string {
+	if cond {
+		return yes
+	}
+	return no
+}
+
+// A profile the machine cannot apply is refused, never run weaker: with no
+// rukh-sandbox helper, a strict call is rejected/enforcement_unavailable
+// (exit 69 at the CLI, an isError result over MCP) and nothing runs.
+func TestEnforcementUnavailable(t *testing.T) {
+	c := newConfined(t, "strict")
+	os.Remove(filepath.Join(c.dir, "bin", "rukh-sandbox"))
+	c.env = append(c.env, "PATH=/usr/bin:/bin")
+	_, stderr, status := c.run(t, "probe", "tmpdir")
+	if status != 69 || !strings.Contains(stderr, `enforcement is "strict", but rukh-sandbox is not installed`) {
+		t.Errorf("exit %d, stderr %q; want 69 and the missing helper named", status, stderr)
+	}
+	ctx := context.Background()
+	cmd := exec.Command(c.rukh, "mcp")
+	cmd.Env = c.env
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	for _, tool := range tools.Tools {
+		if tool.Title == "Probe" {
+			name = tool.Name
+		}
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{"what": "tmpdir"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if !res.IsError || !strings.Contains(string(raw), `"outcome":"rejected","reason":"enforcement_unavailable"`) {
+		t.Errorf("MCP: %s", raw)
+	}
+	out, _, _ := c.run(t, "invocations", "list")
+	if strings.Count(out, "enforcement_unavailable") != 2 {
+		t.Errorf("records:\n%s", out)
+	}
+}
+
+// Under strict, the same holds through MCP: the granted path is read, a
+// path outside the grant is a denied result, and the probe cannot reach
+// what was not granted.
+func TestConfinementMCP(t *testing.T) {
+	c := newConfined(t, "strict")
+	ctx := context.Background()
+	cmd := exec.Command(c.rukh, "mcp")
+	cmd.Env = c.env
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, tool := range tools.Tools {
+		names[tool.Title] = tool.Name
+	}
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"Read a file", map[string]any{"arg": filepath.Join(c.srv, "public/a.txt")}, `"text":"ok: public a"`},
+		{"Read a file", map[string]any{"arg": filepath.Join(c.srv, "private/a.txt")}, `"reason":"denied"`},
+		{"Read a file", map[string]any{"arg": filepath.Join(c.srv, "public/../private/a.txt")}, `"reason":"denied"`},
+		{"Probe", map[string]any{"what": "read", "arg": "/etc/shadow"}, `"text":"error: open /etc/shadow: permission denied"`},
+	} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: names[tc.tool], Arguments: tc.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		if !strings.Contains(string(raw), tc.want) {
+			t.Errorf("%s %v: %s, want %s", tc.tool, tc.args, raw, tc.want)
+		}
+	}
+}
+
+// A command dies with its host: after kill -9 of `rukh CMD`, the command
+// (which ignores SIGTERM) is gone at once; what it started in the
+// background is killed, and the record resolved host_lost, when the next
+// call is admitted. Nothing is re-run.
+func TestChildDiesWithHost(t *testing.T) {
+	dir := t.TempDir()
+	rukh := filepath.Join(dir, "rukh")
+	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	rel := filepath.Join(dir, "rel")
+	runs := filepath.Join(dir, "runs")
+	script := "#!/bin/sh\necho run >> " + runs + "\nsleep 300 &\necho $! > " + dir + "/grandchild\ntrap '' TERM\necho $$ > " + dir + "/child\nwait\n"
+	if err := os.MkdirAll(filepath.Join(rel, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(rel, "bin", "stubborn"), []byte(script), 0o755)
+	os.WriteFile(filepath.Join(rel, "bin", "ok"), []byte("#!/bin/sh\nprintf '{\"type\":\"complete\",\"token\":\"%s\",\"status\":\"succeeded\",\"commandResult\":{\"kind\":\"text\",\"text\":\"ok\"}}\\n' \"$RUKH_IPC_TOKEN\" >&3\n"), 0o755)
+	os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(`{"schema":"rukh.extension/2","package":"t.host","version":"1.0.0","publisher":"t","commands":[
+		{"id":"stubborn","path":["stubborn"],"summary":"Ignores SIGTERM","execute":{"mapping":"managed","program":"bin/stubborn","result":{"kind":"text"}}},
+		{"id":"ok","path":["ok"],"summary":"Ok","execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}}}]}`), 0o644)
+	home := filepath.Join(dir, "home")
+	testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
+	env := append(os.Environ(), "RUKH_HOME="+home)
+
+	host := exec.Command(rukh, "stubborn")
+	host.Env = env
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	readPID := func(name string) int {
+		for range 1500 { // a hang guard: 15 s
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && strings.HasSuffix(string(b), "\n") {
+				var pid int
+				fmt.Sscan(string(b), &pid)
+				return pid
+			}
+			sleep10ms()
+		}
+		t.Fatalf("%s never started", name)
+		return 0
+	}
+	child, grandchild := readPID("child"), readPID("grandchild")
+	host.Process.Kill() // kill -9
+	host.Wait()
+	waitGone(t, child, "the command")
+	// The next admission reaps the rest and resolves the record.
+	ok := exec.Command(rukh, "ok")
+	ok.Env = env
+	if out, err := ok.CombinedOutput(); err != nil {
+		t.Fatalf("rukh ok: %v: %s", err, out)
+	}
+	waitGone(t, grandchild, "the command's background process")
+	list := exec.Command(rukh, "invocations", "list")
+	list.Env = env
+	out, _ := list.Output()
+	if !strings.Contains(string(out), "t.host/stubborn  cli  execution_failed  host_lost") {
+		t.Errorf("records:\n%s", out)
+	}
+	if b, _ := os.ReadFile(runs); strings.Count(string(b), "run") != 1 {
+		t.Errorf("the command ran %d times", strings.Count(string(b), "run"))
+	}
+}
+
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	for range 1500 { // a hang guard: 15 s
+		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(data), ") Z ") {
+			return
+		}
+		sleep10ms()
+	}
+	t.Errorf("%s (pid %d) outlived its host", what, pid)
+}
+
+func sleep10ms() { time.Sleep(10 * time.Millisecond) }

@@ -1,0 +1,75 @@
+// Command probe is a test extension that tries what a confined command
+// must not do, and reports what happened: "ok: …" or "error: …". It is
+// built by tests/confine_test.go.
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rukh-cli/rukh/extsdk"
+)
+
+func main() {
+	extsdk.Run(func(ctx context.Context, inv *extsdk.Invocation) (extsdk.Result, error) {
+		arg := inv.String("arg")
+		var out string
+		var err error
+		switch inv.String("what") {
+		case "read":
+			var b []byte
+			b, err = os.ReadFile(arg)
+			out = strings.TrimSpace(string(b))
+		case "readother":
+			var b []byte
+			b, err = os.ReadFile(inv.String("other"))
+			out = strings.TrimSpace(string(b))
+		case "write":
+			err = os.WriteFile(arg, []byte("x"), 0o644)
+		case "tcp":
+			var c net.Conn
+			c, err = net.DialTimeout("tcp", arg, 2*time.Second)
+			if c != nil {
+				c.Close()
+			}
+		case "tmpdir":
+			err = os.WriteFile(os.Getenv("TMPDIR")+"/probe", []byte("x"), 0o600)
+			out = os.Getenv("TMPDIR")
+		case "fds":
+			var ents []os.DirEntry
+			ents, err = os.ReadDir("/proc/self/fd")
+			var names []string
+			for _, e := range ents {
+				target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+				names = append(names, e.Name()+"="+target)
+			}
+			out = strings.Join(names, " ")
+		case "nnp":
+			var b []byte
+			b, err = os.ReadFile("/proc/self/status")
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "NoNewPrivs:") {
+					out = strings.Join(strings.Fields(l), " ")
+				}
+			}
+		case "limit":
+			var b []byte
+			b, err = os.ReadFile("/proc/self/limits")
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, arg) {
+					out = strings.Join(strings.Fields(l), " ")
+				}
+			}
+		default:
+			err = fmt.Errorf("unknown probe %q", inv.String("what"))
+		}
+		if err != nil {
+			return extsdk.Text("error: " + err.Error()), nil
+		}
+		return extsdk.Text("ok: " + out), nil
+	})
+}
