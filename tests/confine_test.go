@@ -34,7 +34,7 @@ const confineRelease = `{"schema":"rukh.extension/2","package":"t.confine","vers
 
 type confined struct {
 	dir, rukh, home, srv string
-	env              []string
+	env                  []string
 }
 
 // newConfined builds rukh and rukh-sandbox side by side, installs the
