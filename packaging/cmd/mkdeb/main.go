@@ -123,7 +123,7 @@ func build(o options) (string, error) {
 	}
 	bin := filepath.Join(work, "bin")
 	ldflags := "-s -w -X " + stampVar + "=" + stamp
-	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", bin+string(filepath.Separator), "./cmd/rukh", "./cmd/rukhd")
+	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", bin+string(filepath.Separator), "./cmd/rukh", "./cmd/rukhd", "./cmd/rukh-sandbox")
 	gobuild.Dir = root
 	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if out, err := gobuild.CombinedOutput(); err != nil {
@@ -140,6 +140,8 @@ func build(o options) (string, error) {
 	}
 	add(rukh, "/usr/bin/rukh", 0o755)
 	add(filepath.Join(bin, "rukhd"), "/usr/bin/rukhd", 0o755)
+	// The enforcement helper: rukh finds it beside itself.
+	add(filepath.Join(bin, "rukh-sandbox"), "/usr/bin/rukh-sandbox", 0o755)
 
 	units := filepath.Join(work, "units")
 	if err := os.Mkdir(units, 0o755); err != nil {

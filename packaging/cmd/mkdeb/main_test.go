@@ -234,6 +234,7 @@ func TestDeb(t *testing.T) {
 	want := map[string]fs.FileMode{
 		"/usr/bin/rukh":                                  0o755,
 		"/usr/bin/rukhd":                                 0o755,
+		"/usr/bin/rukh-sandbox":                          0o755,
 		"/usr/lib/systemd/user/rukhd.socket":             0o644,
 		"/usr/lib/systemd/user/rukhd.service":            0o644,
 		"/usr/share/bash-completion/completions/rukh":    0o644,
@@ -282,7 +283,7 @@ func TestDeb(t *testing.T) {
 	}
 
 	t.Run("binaries", func(t *testing.T) {
-		for _, name := range []string{"rukh", "rukhd"} {
+		for _, name := range []string{"rukh", "rukhd", "rukh-sandbox"} {
 			f, err := elf.Open(filepath.Join(dir, "usr", "bin", name))
 			if err != nil {
 				t.Fatal(err)
