@@ -32,7 +32,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return &ExitError{Status: ExitUsage, Err: err}
 			}
-			rep := doctorReport{Socket: p.Socket(f.Name), Store: p.Store(), Enforcement: enforcement()}
+			rep := doctorReport{Socket: p.Socket(f.Name), Store: p.Store()}
 			if f.NewHost != nil {
 				rep.Host, rep.HostWhy = "daemon", f.HostNote
 			} else {
@@ -55,6 +55,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			rep.Enforcement = h.Enforceable(cmd.Context())
 			if err := h.CheckStore(cmd.Context()); err != nil {
 				rep.StoreError = err.Error()
 			} else {
@@ -86,13 +87,4 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
-}
-
-// enforcement says, per enforcement profile, what this build applies.
-func enforcement() map[string]string {
-	return map[string]string{
-		"host":       "applied: scrubbed environment, own process group",
-		"restricted": "NOT applied by this build: commands of such a task run as under host",
-		"strict":     "NOT applied by this build: commands of such a task run as under host",
-	}
 }

@@ -67,6 +67,9 @@ func (f *Factory) Host() (client.Host, error) {
 	if err != nil {
 		return nil, &ExitError{Status: ExitUsage, Err: err}
 	}
+	if err := paths.Secure(p.Data); err != nil {
+		return nil, &ExitError{Status: ExitTempFail, Err: err}
+	}
 	f.host = client.NewLocal(p.Data)
 	return f.host, nil
 }
@@ -97,6 +100,9 @@ func (f *Factory) ToolHost() (seam.ToolHost, error) {
 	p, err := f.Paths()
 	if err != nil {
 		return nil, &ExitError{Status: ExitUsage, Err: err}
+	}
+	if err := paths.Secure(p.Data); err != nil {
+		return nil, &ExitError{Status: ExitTempFail, Err: err}
 	}
 	return &client.Auto{
 		Dialer: thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()},

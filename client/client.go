@@ -54,6 +54,9 @@ type Host interface {
 	Invocation(ctx context.Context, id string) (*store.Invocation, error)
 	// CheckStore checks the store's consistency.
 	CheckStore(ctx context.Context) error
+	// Enforceable says, per enforcement profile, whether this machine
+	// applies it and how, or why not.
+	Enforceable(ctx context.Context) map[string]string
 }
 
 // Local is the in-process Host: it opens the store for each operation and
@@ -82,6 +85,9 @@ func NewHeld(dataDir string, s *store.Store, uid int) *Local {
 
 // ResolveLost finalizes the records of hosts that are gone (host_lost).
 func (l *Local) ResolveLost() ([]string, error) { return l.core.ResolveLost() }
+
+// Enforceable says which enforcement profiles this machine applies.
+func (l *Local) Enforceable(context.Context) map[string]string { return l.core.Enforceable() }
 
 // CheckStore checks the store's consistency.
 func (l *Local) CheckStore(context.Context) error { return l.core.CheckStore() }

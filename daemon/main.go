@@ -106,6 +106,9 @@ func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logg
 // (waiting at most storeWait for an in-process client to release it).
 // Close closes the store once Serve has returned.
 func New(name string, p paths.Paths, logger *slog.Logger) (*Server, error) {
+	if err := paths.Secure(p.Data); err != nil {
+		return nil, &exitError{exitTempFail, err}
+	}
 	st, err := store.Open(p.Store(), store.Options{Timeout: storeWait})
 	if err != nil {
 		return nil, err
@@ -132,7 +135,7 @@ func Listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener,
 		return nil, false, &exitError{exitUsage, errors.New("socket activation passed no Unix stream socket")}
 	}
 	sock := p.Socket(name)
-	if err := secureDir(p.Runtime); err != nil {
+	if err := paths.Secure(p.Runtime); err != nil {
 		return nil, false, &exitError{exitTempFail, err}
 	}
 	d := thin.Dialer{Socket: sock, Name: name, Build: buildid.ID()}
@@ -161,25 +164,4 @@ func Listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener,
 	}
 	ln.SetUnlinkOnClose(true)
 	return ln, false, nil
-}
-
-// secureDir creates dir 0700 if missing and refuses one that another user
-// owns or that others may write.
-func secureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(dir, &st); err != nil {
-		return err
-	}
-	switch {
-	case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
-		return fmt.Errorf("%s is not a directory", dir)
-	case int(st.Uid) != os.Getuid():
-		return fmt.Errorf("%s belongs to uid %d, not to you; remove it", dir, st.Uid)
-	case st.Mode&0o077 != 0:
-		return fmt.Errorf("%s is open to others (mode %04o); run `chmod 700 %s`", dir, st.Mode&0o777, dir)
-	}
-	return nil
 }

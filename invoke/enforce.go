@@ -140,3 +140,41 @@ func (e *enforcement) startError(identity string, err error) *Outcome {
 	}
 	return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: fmt.Sprintf("cannot start %s: %v", identity, err)}
 }
+
+// Enforceable says, for each enforcement profile, whether this machine
+// applies it and how, or why not: the helper is started in probe mode
+// with the profile's namespaces and applies everything but the exec.
+func (c *Core) Enforceable() map[string]string {
+	out := map[string]string{
+		profile.EnforceHost: "applied: scrubbed environment, descriptors 0-2 and the channel only, own process group, dies with its host",
+	}
+	helper := c.Sandbox
+	if helper == "" {
+		helper = findHelper()
+	}
+	for _, p := range []string{profile.EnforceRestricted, profile.EnforceStrict} {
+		if helper == "" {
+			out[p] = "NOT available: " + HelperName + " is not installed beside this program or on $PATH; calls of such tasks are refused"
+			continue
+		}
+		e := &enforcement{profile: p, helper: helper, spec: &sandbox.Spec{Profile: p, Probe: true, ReadOnly: sandbox.SystemReadOnly}}
+		ex := &exec.Cmd{Path: helper, Args: []string{helper}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+		w, err := e.wrap(ex)
+		if err == nil {
+			ex.Path, ex.Args = helper, []string{helper} // probe: no program
+			err = ex.Run()
+			w.Close()
+		}
+		if msg := e.failure(); msg != "" || err != nil {
+			out[p] = fmt.Sprintf("NOT available: %s %v; calls of such tasks are refused", msg, err)
+			continue
+		}
+		switch p {
+		case profile.EnforceRestricted:
+			out[p] = "applied by " + helper + ": the task's rlimits, no_new_privs, a private TMPDIR"
+		default:
+			out[p] = "applied by " + helper + ": restricted + Landlock (release, system libraries, granted paths) + no network (own user and network namespaces)"
+		}
+	}
+	return out
+}

@@ -6,8 +6,10 @@ package paths
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Paths are the directories a CLI keeps its files in.
@@ -70,3 +72,38 @@ func (p Paths) Store() string { return filepath.Join(p.Data, "store.db") }
 // Socket is the daemon's Unix socket for the CLI name: rukhd.sock for
 // rukh, acmed.sock for acme.
 func (p Paths) Socket(name string) string { return filepath.Join(p.Runtime, name+"d.sock") }
+
+// InsecureError is a directory another user could change under the CLI:
+// it belongs to someone else, or others may write to it.
+type InsecureError struct {
+	Dir    string
+	Reason string
+}
+
+func (e *InsecureError) Error() string { return e.Dir + " " + e.Reason }
+
+// Secure creates dir (0700) if it is missing, and refuses one that is not
+// a directory, belongs to another user, or that group or others may write:
+// whoever can write it could swap a release or the socket.
+func Secure(dir string) error {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err == syscall.ENOENT {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		if err := syscall.Lstat(dir, &st); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return &os.PathError{Op: "lstat", Path: dir, Err: err}
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
+		return &InsecureError{dir, "is not a directory"}
+	case int(st.Uid) != os.Getuid():
+		return &InsecureError{dir, fmt.Sprintf("belongs to uid %d, not to you (uid %d); move it away", st.Uid, os.Getuid())}
+	case st.Mode&0o022 != 0:
+		return &InsecureError{dir, fmt.Sprintf("may be written by others (mode %04o); run `chmod 700 %s`", st.Mode&0o777, dir)}
+	}
+	return nil
+}

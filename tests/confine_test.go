@@ -355,3 +355,35 @@ func waitGone(t *testing.T, pid int, what string) {
 }
 
 func sleep10ms() { time.Sleep(10 * time.Millisecond) }
+
+// A data dir that another user could change is refused (exit 75) with
+// what to do, before anything is read from it.
+func TestInsecureDataDir(t *testing.T) {
+	dir := t.TempDir()
+	rukh := filepath.Join(dir, "rukh")
+	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	home := filepath.Join(dir, "home")
+	data := filepath.Join(home, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(data, 0o777)
+	cmd := exec.Command(rukh, "ext", "list")
+	cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 75 || !strings.Contains(string(out), data+" may be written by others (mode 0777); run `chmod 700 "+data+"`") {
+		t.Errorf("%v: %s", err, out)
+	}
+	if os.Getuid() == 0 {
+		os.Chmod(data, 0o700)
+		os.Chown(data, 65534, 65534)
+		cmd := exec.Command(rukh, "ext", "list")
+		cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 75 || !strings.Contains(string(out), "belongs to uid 65534") {
+			t.Errorf("another user's data dir: %v: %s", err, out)
+		}
+	}
+}
