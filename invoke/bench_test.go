@@ -3,16 +3,17 @@ package invoke_test
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
+	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/invoke"
 )
 
 // BenchmarkInvoke is one whole invocation of a trivial sh extension in
 // process: resolve, admit, record, execute, finalize.
 func BenchmarkInvoke(b *testing.B) {
-	t := &testing.T{}
-	_ = t
 	core, home := setupB(b)
 	for b.Loop() {
 		target, _, err := core.Resolve([]string{"h", "well-behaved"})
@@ -23,5 +24,37 @@ func BenchmarkInvoke(b *testing.B) {
 		if err != nil || out.Outcome != invoke.Succeeded {
 			b.Fatalf("%v %s", err, out.Message)
 		}
+	}
+}
+
+// BenchmarkEnforcement is the same invocation under each enforcement
+// profile: host (no helper), restricted (the rukh-sandbox helper: rlimits,
+// no_new_privs, private TMPDIR) and strict (+ Landlock, own user and
+// network namespaces). The differences are the spawn cost of each profile.
+func BenchmarkEnforcement(b *testing.B) {
+	helper := filepath.Join(b.TempDir(), "rukh-sandbox")
+	if out, err := exec.Command("go", "build", "-o", helper, "../cmd/rukh-sandbox").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, enf := range []string{"host", "restricted", "strict"} {
+		b.Run(enf, func(b *testing.B) {
+			core, home := setupB(b)
+			core.Sandbox = helper
+			a := admin.New(filepath.Join(home, "data"))
+			if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
+				"tasks":{"owner":{"commands":["*/*"],"deadlineMs":5000,"maxConcurrent":8,"enforcement":"` + enf + `"}}}`)); err != nil {
+				b.Fatal(err)
+			}
+			target, _, err := core.Resolve([]string{"h", "well-behaved"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home, Stdout: &bytes.Buffer{}})
+				if err != nil || out.Outcome != invoke.Succeeded {
+					b.Fatalf("%v %s", err, out.Message)
+				}
+			}
+		})
 	}
 }
