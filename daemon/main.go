@@ -95,7 +95,7 @@ func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logg
 	s.Activated, s.Idle = activated, idle
 	s.Exe, _ = os.Executable()
 	sddaemon.SdNotify(false, sddaemon.SdNotifyReady)
-	logger.Info("serving", "socket", p.Socket(name), "pid", os.Getpid(), "build", s.Build, "activated", activated)
+	logger.Info("serving", "socket", ln.Addr().String(), "pid", os.Getpid(), "build", s.Build, "activated", activated)
 	err = s.Serve(ctx, ln)
 	sddaemon.SdNotify(false, sddaemon.SdNotifyStopping)
 	logger.Info("stopped")
