@@ -82,6 +82,15 @@ type node struct {
 	minimumLit, maximumLit string   // as written, for messages
 
 	enum map[string]bool // canonical keys (see enumKey); nil when absent
+
+	steps int // what validating one value against this node costs (Limits.Steps)
+}
+
+// constraining are the keywords that cost a step of validation each.
+var constraining = map[string]bool{
+	"properties": true, "additionalProperties": true, "required": true,
+	"items": true, "minItems": true, "maxItems": true,
+	"minLength": true, "maxLength": true, "minimum": true, "maximum": true, "enum": true,
 }
 
 type prop struct {
@@ -323,7 +332,7 @@ func (c *checker) schema(v *strictjson.Value, depth int) *node {
 		return nil
 	}
 	before := len(c.errs)
-	n := &node{minLength: -1, maxLength: -1}
+	n := &node{minLength: -1, maxLength: -1, steps: 1}
 	n.typ = c.typeOf(v)
 	if n.typ != 0 {
 		c.mandatory(v, n.typ)
@@ -357,6 +366,9 @@ func (c *checker) schema(v *strictjson.Value, depth int) *node {
 			c.add(val.Start, CodeSchemaNotApplicable, c.ptr(kw),
 				"%s does not apply to type %s; remove it", kw, n.typ)
 			continue
+		}
+		if constraining[kw] {
+			n.steps++
 		}
 		switch kw {
 		case "properties":

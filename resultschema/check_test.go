@@ -326,11 +326,11 @@ func TestCheckLimits(t *testing.T) {
 		{"depth one over (items)", arrayChain(16, `{"type":"null"}`), lim, []problem{{CodeSchemaTooDeep, pointerOf(16, "items")}}},
 		{"depth at limit (properties)", objectChain(15, obj("", "")), lim, nil},
 		{"depth one over (properties)", objectChain(16, obj("", "")), lim, []problem{{CodeSchemaTooDeep, pointerOf(16, "properties", "p")}}},
-		{"smaller depth", arrayChain(2, `{"type":"null"}`), Limits{SchemaBytes: 100, ResultBytes: 1, Depth: 2, Members: 100, Timeout: 1},
+		{"smaller depth", arrayChain(2, `{"type":"null"}`), Limits{SchemaBytes: 100, ResultBytes: 1, Depth: 2, Members: 100, Steps: 1},
 			[]problem{{CodeSchemaTooDeep, "/items/items"}}},
 		{"satisfiable at the member limit", `{"type":"array","items":{"type":"null"},"minItems":2048,"maxItems":2048}`, lim, nil},
 		{"smaller member limit makes it unsatisfiable", `{"type":"array","items":{"type":"null"},"minItems":6,"maxItems":6}`,
-			Limits{SchemaBytes: 100, ResultBytes: 1, Depth: 2, Members: 5, Timeout: 1}, []problem{{CodeSchemaUnsatisfiable, ""}}},
+			Limits{SchemaBytes: 100, ResultBytes: 1, Depth: 2, Members: 5, Steps: 1}, []problem{{CodeSchemaUnsatisfiable, ""}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

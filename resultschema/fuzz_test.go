@@ -86,7 +86,7 @@ func FuzzValidateResult(f *testing.F) {
 			}
 			checkError(t, err, "result_")
 			if err.Code == CodeResultTimeout {
-				t.Fatalf("timeout on %d bytes", len(raw))
+				t.Fatalf("the default step budget refused %d bytes within the other limits", len(raw))
 			}
 			if err.Code == CodeResultInvalid {
 				compareWithReference(t, r, raw)

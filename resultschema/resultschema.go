@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -113,7 +112,10 @@ const (
 	CodeResultInvalidNumber Code = "result_invalid_number"
 	// CodeResultInvalid: the data does not match the declared schema.
 	CodeResultInvalid Code = "result_invalid"
-	// CodeResultTimeout: validation took longer than Limits.Timeout.
+	// CodeResultTimeout: validating the result needs more work than
+	// Limits.Steps allows. The budget is counted in steps, never measured
+	// with a clock, so the verdict is the same on every machine and under
+	// any load (the name is from when it was a wall-clock timeout).
 	CodeResultTimeout Code = "result_timeout"
 )
 
@@ -144,27 +146,48 @@ func errorf(code Code, path, format string, args ...any) *Error {
 // positive; the functions panic otherwise, as strictjson.Parse does.
 // Owners may only tighten the defaults.
 type Limits struct {
-	SchemaBytes int           // compact encoding of a schema
-	ResultBytes int           // commandResult as received, in bytes of UTF-8
-	Depth       int           // subschema nesting and data nesting
-	Members     int           // members plus elements: of a schema document, of result data
-	Timeout     time.Duration // validation of one result
+	SchemaBytes int // compact encoding of a schema
+	ResultBytes int // commandResult as received, in bytes of UTF-8
+	Depth       int // subschema nesting and data nesting
+	Members     int // members plus elements: of a schema document, of result data
+	// Steps is the work budget of validating one result's data, counted,
+	// not timed: every value of the data the walk reaches costs one step
+	// for its type and one for each constraining keyword of its subschema
+	// (properties, additionalProperties, required, items, minItems,
+	// maxItems, minLength, maxLength, minimum, maximum, enum), so at most
+	// MaxValueSteps. StepBudget(Members) is enough for every result within
+	// Members.
+	Steps int
 }
 
+// MaxValueSteps is the most steps one value of result data costs: its
+// type and at most three constraining keywords (an object's properties,
+// additionalProperties and required; an array's items, minItems and
+// maxItems; a string's minLength, maxLength and enum; a number's
+// minimum, maximum and enum).
+const MaxValueSteps = 4
+
+// StepBudget is the step budget that every result of at most members
+// members and elements fits: each of its members+1 values (the root
+// included) at MaxValueSteps.
+func StepBudget(members int) int { return (members + 1) * MaxValueSteps }
+
 // DefaultLimits returns the limits of DESIGN §9: 64 KiB per schema,
-// 128 KiB per result, depth 16, 2,048 members and 100 ms.
+// 128 KiB per result, depth 16, 2,048 members, and the step budget of
+// 2,048 members (8,196 steps), so that no result within the other limits
+// is refused for the work it needs.
 func DefaultLimits() Limits {
 	return Limits{
 		SchemaBytes: 64 << 10,
 		ResultBytes: 128 << 10,
 		Depth:       16,
 		Members:     2048,
-		Timeout:     100 * time.Millisecond,
+		Steps:       StepBudget(2048),
 	}
 }
 
 func (lim Limits) mustBeValid() {
-	if lim.SchemaBytes <= 0 || lim.ResultBytes <= 0 || lim.Depth <= 0 || lim.Members <= 0 || lim.Timeout <= 0 {
+	if lim.SchemaBytes <= 0 || lim.ResultBytes <= 0 || lim.Depth <= 0 || lim.Members <= 0 || lim.Steps <= 0 {
 		panic("resultschema: every limit must be positive")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/rukh-cli/rukh/internal/strictjson"
@@ -17,11 +16,14 @@ import (
 // structured result must match r.Schema within lim; the error, if any,
 // points into raw ("/data/items/3/name").
 //
-// Validate returns within about lim.Timeout whatever raw holds: the work
-// is linear in the size of raw, and runs in a goroutine that gives up at
-// the deadline. It panics if r is not a valid declaration (Kind Text
-// without a Schema, or Structured with one) or lim has a non-positive
-// field.
+// Validate's work is bounded by the limits alone, never by a clock: the
+// parse is linear in raw (at most lim.ResultBytes), and the walk of the
+// data against the schema costs at most lim.Steps steps (see Limits.Steps)
+// plus a scan of each value's own bytes; a walk that would need more is
+// refused with CodeResultTimeout. The verdict on a result is therefore the
+// same on every machine, however loaded. Validate panics if r is not a
+// valid declaration (Kind Text without a Schema, or Structured with one)
+// or lim has a non-positive field.
 func (r Result) Validate(raw []byte, lim Limits) (*CommandResult, *Error) {
 	lim.mustBeValid()
 	switch {
@@ -34,31 +36,14 @@ func (r Result) Validate(raw []byte, lim Limits) (*CommandResult, *Error) {
 		return nil, errorf(CodeResultTooLarge, "",
 			"commandResult is %d bytes; the limit is %d, so return less data", len(raw), lim.ResultBytes)
 	}
-	type outcome struct {
-		cr  *CommandResult
-		err *Error
-	}
-	deadline := time.Now().Add(lim.Timeout)
-	done := make(chan outcome, 1)
-	go func() {
-		cr, err := r.validate(raw, lim, deadline)
-		done <- outcome{cr, err}
-	}()
-	timer := time.NewTimer(lim.Timeout)
-	defer timer.Stop()
-	select {
-	case o := <-done:
-		return o.cr, o.err
-	case <-timer.C:
-		return nil, timeoutError(lim)
-	}
+	return r.validate(raw, lim)
 }
 
-func timeoutError(lim Limits) *Error {
-	return errorf(CodeResultTimeout, "", "validating the result took longer than %v; return a smaller result", lim.Timeout)
+func stepsError(lim Limits) *Error {
+	return errorf(CodeResultTimeout, "", "validating the result needs more than %d steps (one per value and per keyword checked on it); return a smaller result", lim.Steps)
 }
 
-func (r Result) validate(raw []byte, lim Limits, deadline time.Time) (*CommandResult, *Error) {
+func (r Result) validate(raw []byte, lim Limits) (*CommandResult, *Error) {
 	// The wrapper adds one level and two members to the data.
 	root, err := strictjson.Parse(raw, strictjson.Limits{
 		MaxBytes:   lim.ResultBytes,
@@ -101,7 +86,7 @@ func (r Result) validate(raw []byte, lim Limits, deadline time.Time) (*CommandRe
 	}
 	// The parser allowed two members for the wrapper, which has exactly
 	// two now: the data is within lim.Members.
-	vd := &validator{deadline: deadline, lim: lim}
+	vd := &validator{lim: lim}
 	if err := vd.value(r.Schema.root, pv); err != nil {
 		return nil, err
 	}
@@ -150,10 +135,9 @@ func fromResultParse(err error, k Kind, lim Limits) *Error {
 // validator checks data against a checked schema, depth first in
 // document order, and stops at the first mismatch.
 type validator struct {
-	deadline time.Time
-	lim      Limits
-	steps    int
-	path     []token // of the value being checked, below /data
+	lim   Limits
+	steps int     // spent so far; at most lim.Steps
+	path  []token // of the value being checked, below /data
 }
 
 // token is a reference token: a member name (index -1) or an array index.
@@ -180,15 +164,12 @@ func (vd *validator) fail(format string, args ...any) *Error {
 	return errorf(CodeResultInvalid, vd.pointer(), format, args...)
 }
 
-// checkEvery is how many values are checked between two looks at the
-// clock; no value costs more than a scan of its own bytes.
-const checkEvery = 64
-
 func (vd *validator) value(n *node, v *strictjson.Value) *Error {
-	if vd.steps%checkEvery == 0 && time.Now().After(vd.deadline) {
-		return timeoutError(vd.lim)
+	// Spend the value's steps before any of its work; no value costs more
+	// than its steps and a scan of its own bytes.
+	if vd.steps += n.steps; vd.steps > vd.lim.Steps {
+		return stepsError(vd.lim)
 	}
-	vd.steps++
 	var d decimal // the value of a number
 	if v.Kind == strictjson.Number {
 		d, _ = parseDecimal(v.Text)

@@ -3,10 +3,10 @@ package resultschema
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -29,13 +29,8 @@ const statusSchema = `{"type":"object","title":"status","properties":{
 		"id":{"type":"integer"},"name":{"type":"string"}},"required":["id"],"additionalProperties":false}}
 	},"required":["name","count"],"additionalProperties":false}`
 
-// testLimits are the default limits with a timeout that a loaded machine
-// running -race cannot reach; only the timeout test uses a short one.
-func testLimits() Limits {
-	lim := DefaultLimits()
-	lim.Timeout = time.Minute
-	return lim
-}
+// testLimits are the default limits.
+func testLimits() Limits { return DefaultLimits() }
 
 func mustParse(t testing.TB, schema string) *Schema {
 	t.Helper()
@@ -317,13 +312,13 @@ func TestValidateLimits(t *testing.T) {
 		{"members counted in nested data", Result{Kind: Structured, Schema: mustParse(t, obj(`"a":`+listSchema, ""))},
 			structured(`{"a":` + list(2048) + `}`), lim, problem{CodeResultTooManyMembers, "/data/a/2047"}},
 		{"smaller limits", Result{Kind: Structured, Schema: mustParse(t, listSchema)}, structured(list(4)),
-			Limits{SchemaBytes: 1, ResultBytes: 1000, Depth: 1, Members: 3, Timeout: time.Minute},
+			Limits{SchemaBytes: 1, ResultBytes: 1000, Depth: 1, Members: 3, Steps: StepBudget(3)},
 			problem{CodeResultTooManyMembers, "/data/3"}},
 		{"smaller depth", Result{Kind: Structured, Schema: mustParse(t, depthSchema)}, structured("[[]]"),
-			Limits{SchemaBytes: 1, ResultBytes: 1000, Depth: 1, Members: 3, Timeout: time.Minute},
+			Limits{SchemaBytes: 1, ResultBytes: 1000, Depth: 1, Members: 3, Steps: StepBudget(3)},
 			problem{CodeResultTooDeep, "/data/0"}},
-		{"timeout", Result{Kind: Structured, Schema: mustParse(t, listSchema)}, structured(list(2048)),
-			Limits{SchemaBytes: 1, ResultBytes: lim.ResultBytes, Depth: 16, Members: 2048, Timeout: time.Nanosecond},
+		{"step budget", Result{Kind: Structured, Schema: mustParse(t, listSchema)}, structured(list(2048)),
+			Limits{SchemaBytes: 1, ResultBytes: lim.ResultBytes, Depth: 16, Members: 2048, Steps: 100},
 			problem{CodeResultTimeout, ""}},
 	}
 	for _, tc := range tests {
@@ -392,18 +387,105 @@ func TestPathologicalResults(t *testing.T) {
 	}
 }
 
-// TestTimeoutDuringParse gives Validate a result whose parsing alone takes
-// tens of milliseconds (see the long-name benchmark) and a shorter timeout.
-func TestTimeoutDuringParse(t *testing.T) {
-	for _, p := range pathologicalResults(t) {
-		if p.name != "long-name" {
+// TestStepBudget bounds validation by counted steps, not by a clock: a
+// list of n integers against listSchema costs the array's steps (type,
+// items, maxItems: 3) and one per integer, so it is accepted with a budget
+// of exactly n+3 steps and refused with result_timeout at n+2, whatever
+// the machine's speed or load. (With the wall-clock budget this replaced,
+// the same result passed or failed depending on how busy the machine was.)
+func TestStepBudget(t *testing.T) {
+	r := Result{Kind: Structured, Schema: mustParse(t, listSchema)}
+	for _, n := range []int{0, 1, 100, 2048} {
+		raw := []byte(structured(list(n)))
+		lim := DefaultLimits()
+		lim.Steps = n + 3
+		if _, err := r.Validate(raw, lim); err != nil {
+			t.Fatalf("%d items with %d steps: %v", n, lim.Steps, err)
+		}
+		lim.Steps = n + 2
+		cr, err := r.Validate(raw, lim)
+		if cr != nil || err == nil {
+			t.Fatalf("%d items with %d steps: accepted", n, lim.Steps)
+		}
+		want := fmt.Sprintf("result_timeout at the result root: validating the result needs more than %d steps (one per value and per keyword checked on it); return a smaller result", n+2)
+		if err.Code != CodeResultTimeout || err.Path != "" || err.Error() != want {
+			t.Fatalf("%d items with %d steps: %q, want %q", n, lim.Steps, err, want)
+		}
+	}
+}
+
+// TestStepsPerValue counts what a value costs for each shape of subschema:
+// one step for the type and one per constraining keyword, never more than
+// MaxValueSteps; title and description cost nothing.
+func TestStepsPerValue(t *testing.T) {
+	for _, tc := range []struct {
+		schema, data string
+		steps        int
+	}{
+		{`{"type":"null"}`, `null`, 1},
+		{`{"type":"boolean","title":"t","description":"d"}`, `true`, 1},
+		{`{"type":"boolean","enum":[true]}`, `true`, 2},
+		{`{"type":"string","minLength":1,"maxLength":3,"enum":["a"]}`, `"a"`, 4},
+		{`{"type":"number","minimum":0,"maximum":3,"enum":[1]}`, `1`, 4},
+		{`{"type":"integer","minimum":0}`, `1`, 2},
+		{`{"type":"array","items":{"type":"null"},"minItems":1,"maxItems":3}`, `[null,null]`, 4 + 2},
+		{`{"type":"object","properties":{"a":{"type":"null"}},"required":["a"],"additionalProperties":false}`, `{"a":null}`, 4 + 1},
+		{`{"type":"object","properties":{},"additionalProperties":false}`, `{}`, 3},
+	} {
+		r := Result{Kind: Structured, Schema: mustParse(t, tc.schema)}
+		raw := []byte(structured(tc.data))
+		lim := DefaultLimits()
+		lim.Steps = tc.steps
+		if _, err := r.Validate(raw, lim); err != nil {
+			t.Errorf("%s with %d steps: %v", tc.schema, tc.steps, err)
+		}
+		lim.Steps = tc.steps - 1
+		if lim.Steps == 0 {
 			continue
 		}
-		lim := testLimits()
-		lim.Timeout = time.Millisecond
+		if _, err := r.Validate(raw, lim); err == nil || err.Code != CodeResultTimeout {
+			t.Errorf("%s with %d steps: %v, want %s", tc.schema, lim.Steps, err, CodeResultTimeout)
+		}
+	}
+}
+
+// TestDefaultStepsFitEveryResult validates, with the default limits, the
+// costliest result there is: 2,048 members (the limit), every value at
+// MaxValueSteps. It is accepted with the budget spent to the last step
+// (one step less refuses it), so no result within the other limits is
+// ever refused for its work; nor is any of the benchmark's worst cases.
+func TestDefaultStepsFitEveryResult(t *testing.T) {
+	lim := DefaultLimits()
+	// An object (4 steps) of 2,048 strings with three constraining
+	// keywords each (4 steps): 2,049 values, 8,196 steps.
+	var props, data []string
+	for i := range lim.Members {
+		name := fmt.Sprintf("p%d", i)
+		props = append(props, fmt.Sprintf(`%q:{"type":"string","minLength":1,"maxLength":8,"enum":["v"]}`, name))
+		data = append(data, fmt.Sprintf(`%q:"v"`, name))
+	}
+	schema := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":["p0"],"additionalProperties":false}`
+	s, errs := Parse([]byte(schema), Limits{SchemaBytes: 1 << 20, ResultBytes: lim.ResultBytes, Depth: lim.Depth, Members: 1 << 20, Steps: lim.Steps})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	r := Result{Kind: Structured, Schema: s}
+	raw := []byte(structured("{" + strings.Join(data, ",") + "}"))
+	if _, err := r.Validate(raw, lim); err != nil {
+		t.Fatalf("default limits: %v", err)
+	}
+	if lim.Steps != (lim.Members+1)*MaxValueSteps || lim.Steps != 8196 {
+		t.Fatalf("default budget %d", lim.Steps)
+	}
+	tight := lim
+	tight.Steps--
+	if _, err := r.Validate(raw, tight); err == nil || err.Code != CodeResultTimeout {
+		t.Fatalf("one step less: %v, want %s", err, CodeResultTimeout)
+	}
+	for _, p := range pathologicalResults(t) {
 		r := Result{Kind: Structured, Schema: mustParse(t, p.schema)}
-		if _, err := r.Validate([]byte(p.raw), lim); err == nil || err.Code != CodeResultTimeout {
-			t.Fatalf("got %v, want %s", err, CodeResultTimeout)
+		if _, err := r.Validate([]byte(p.raw), lim); err != nil {
+			t.Errorf("%s: %v", p.name, err)
 		}
 	}
 }
