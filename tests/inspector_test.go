@@ -46,210 +46,213 @@ done | "$RELAY_RUKH" mcp | tee "$RELAY_DIR/s2c.jsonl"
 // result against the revision it negotiated; under 2026-07-28 a result
 // without "resultType" fails the run. Each run is one Inspector process
 // started exactly as docs/mcp.md says; the wire and unknown subtests put
-// inspectorRelay (sh and tee) between it and rukh. See
+// inspectorRelay (sh and tee) between it and rukh. Every subtest runs in
+// process and through rukhd (forEachHost), a daemon for each home. See
 // tests/inspector/README.md. CI (.ci/run) installs tests/inspector with
 // `npm ci`; elsewhere the test is skipped until
 // `npm ci --prefix tests/inspector` has been run.
 func TestInspectorCLI(t *testing.T) {
 	in := inspectorInstall(t)
 	dir := t.TempDir()
-	rukh := filepath.Join(dir, "rukh")
-	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	relay := filepath.Join(dir, "relay.sh")
 	if err := os.WriteFile(relay, []byte(inspectorRelay), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	rel := tsRelease(t, filepath.Join(dir, "src"))
 
-	// The Inspector starts the server with a minimal environment (HOME,
-	// PATH, …): RUKH_HOME reaches it only through -e.
-	t.Run("env", func(t *testing.T) {
-		home := tsHome(t, filepath.Join(dir, "home-env"), rel)
-		r := in.run(t, []string{"RUKH_HOME=" + home}, "--cli", rukh, "mcp", "--method", "tools/list")
-		r.status0(t)
-		var list struct {
-			Tools []json.RawMessage `json:"tools"`
-		}
-		r.decode(t, &list)
-		if len(list.Tools) != 0 {
-			t.Fatalf("without -e RUKH_HOME the server listed %d tools of the Inspector's RUKH_HOME; want none (its own empty default home)", len(list.Tools))
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		dir, rukh := t.TempDir(), h.Rukh
+		// The Inspector starts the server with a minimal environment (HOME,
+		// PATH, …): RUKH_HOME reaches it only through -e, and so does the
+		// daemon that serves it.
+		t.Run("env", func(t *testing.T) {
+			home := tsHome(t, filepath.Join(dir, "home-env"), rel)
+			h.serve(t, home)
+			r := in.run(t, []string{"RUKH_HOME=" + home}, "--cli", rukh, "mcp", "--method", "tools/list")
+			r.status0(t)
+			var list struct {
+				Tools []json.RawMessage `json:"tools"`
+			}
+			r.decode(t, &list)
+			if len(list.Tools) != 0 {
+				t.Fatalf("without -e RUKH_HOME the server listed %d tools of the Inspector's RUKH_HOME; want none (its own empty default home)", len(list.Tools))
+			}
+		})
+
+		for _, p := range []struct{ era, version string }{{"modern", "2026-07-28"}, {"legacy", "2025-11-25"}} {
+			t.Run(p.version, func(t *testing.T) {
+				t.Parallel()
+				home := tsHome(t, filepath.Join(dir, "home-"+p.era), rel)
+				h.serve(t, home)
+				// inspect runs `inspector --cli -e RUKH_HOME=… --protocol-era ERA
+				// SERVER… ARGS…`; the server is `rukh mcp` unless given.
+				inspect := func(t *testing.T, env, server []string, args ...string) inspectorRun {
+					t.Helper()
+					if server == nil {
+						server = []string{rukh, "mcp"}
+					}
+					argv := []string{"--cli", "-e", "RUKH_HOME=" + home}
+					for _, e := range env {
+						argv = append(argv, "-e", e)
+					}
+					argv = append(argv, "--protocol-era", p.era)
+					argv = append(argv, server...)
+					return in.run(t, nil, append(argv, args...)...)
+				}
+				call := func(t *testing.T, tool string, args ...string) inspectorRun {
+					t.Helper()
+					return inspect(t, nil, nil, append([]string{"--method", "tools/call", "--tool-name", tool}, args...)...)
+				}
+
+				t.Run("initialize", func(t *testing.T) {
+					r := inspect(t, nil, nil, "--method", "initialize")
+					r.status0(t)
+					var init struct {
+						ServerInfo      struct{ Name string } `json:"serverInfo"`
+						ProtocolVersion string                `json:"protocolVersion"`
+					}
+					r.decode(t, &init)
+					if init.ProtocolVersion != p.version || init.ServerInfo.Name != "rukh" {
+						t.Fatalf("negotiated %q with %q, want %s with rukh\n%s", init.ProtocolVersion, init.ServerInfo.Name, p.version, r.stdout)
+					}
+				})
+
+				// The Inspector follows nextCursor: all 45 tools, not page 1.
+				tools := map[string]string{} // title → name
+				t.Run("tools/list", func(t *testing.T) {
+					r := inspect(t, nil, nil, "--method", "tools/list")
+					r.status0(t)
+					var list map[string][]struct {
+						Name         string
+						Title        string
+						InputSchema  struct{ Type string } `json:"inputSchema"`
+						OutputSchema struct{ Type string } `json:"outputSchema"`
+					}
+					r.decode(t, &list)
+					if len(list) != 1 || len(list["tools"]) != tsQuick+5 {
+						t.Fatalf("listed %d tools (members %v), want %d over two pages", len(list["tools"]), slices.Sorted(maps.Keys(list)), tsQuick+5)
+					}
+					name := regexp.MustCompile(`^[a-z0-9_-]+__[0-9a-f]+$`)
+					for i, tool := range list["tools"] {
+						if !name.MatchString(tool.Name) || tool.InputSchema.Type != "object" || tool.OutputSchema.Type != "object" {
+							t.Fatalf("tool %d: name %q, input schema %q, output schema %q", i, tool.Name, tool.InputSchema.Type, tool.OutputSchema.Type)
+						}
+						if i > 0 && list["tools"][i-1].Name >= tool.Name {
+							t.Fatalf("not in strict name order: %q, %q", list["tools"][i-1].Name, tool.Name)
+						}
+						tools[tool.Title] = tool.Name
+					}
+					for _, title := range []string{"Echo", "Count", "Read"} {
+						if tools[title] == "" {
+							t.Fatalf("no tool titled %s", title)
+						}
+					}
+				})
+				if t.Failed() {
+					return
+				}
+
+				t.Run("call", func(t *testing.T) {
+					r := call(t, tools["Echo"], "--tool-arg", "word=hola")
+					r.status0(t)
+					env := r.succeeded(t, `{"kind":"structured","data":{"word":"hola"}}`)
+					inspectorRecord(t, rukh, home, env.InvocationID, "ts.tools/echo", "succeeded", "")
+					// The Inspector types --tool-arg values by the input schema:
+					// count=5 arrives as the integer 5.
+					r = call(t, tools["Count"], "--tool-arg", "count=5")
+					r.status0(t)
+					r.succeeded(t, `{"kind":"text","text":"ok"}`)
+				})
+
+				t.Run("invalid", func(t *testing.T) {
+					r := call(t, tools["Count"], "--tool-arg", "count=9")
+					env, message := r.rejected(t, "invalid_input")
+					if !strings.Contains(message, `property "count"`) || !strings.Contains(message, `"additionalProperties":false`) {
+						t.Fatalf("the refusal does not name the property and carry the input schema:\n%s", message)
+					}
+					inspectorRecord(t, rukh, home, env.InvocationID, "ts.tools/count", "rejected", "invalid_input")
+				})
+
+				t.Run("denied", func(t *testing.T) {
+					r := call(t, tools["Read"], "--tool-arg", "env=prod")
+					env, message := r.rejected(t, "denied")
+					if !strings.Contains(message, "deploy.read") {
+						t.Fatalf("the refusal does not name the action deploy.read:\n%s", message)
+					}
+					inspectorRecord(t, rukh, home, env.InvocationID, "ts.tools/read", "rejected", "denied")
+				})
+
+				// A name the server did not list never reaches it: the
+				// Inspector refuses it itself (exit 5, tool_not_found).
+				t.Run("unlisted", func(t *testing.T) {
+					before := len(inspectorRecords(t, rukh, home))
+					r := call(t, "nosuch__0123456789abcdef")
+					r.failed(t, 5, "tool_not_found", "Tool 'nosuch__0123456789abcdef' not found on server.")
+					if n := len(inspectorRecords(t, rukh, home)); n != before {
+						t.Fatalf("%d invocations recorded, want %d", n, before)
+					}
+				})
+
+				// The wire under the Inspector: the negotiated version on every
+				// request, and "resultType": "complete" on every 2026-07-28
+				// result (the Inspector checks it and strips it before printing).
+				t.Run("wire", func(t *testing.T) {
+					wire := t.TempDir()
+					r := inspect(t, []string{"RELAY_RUKH=" + rukh, "RELAY_DIR=" + wire}, []string{relay},
+						"--method", "tools/call", "--tool-name", tools["Echo"], "--tool-arg", "word=salut")
+					r.status0(t)
+					env := r.succeeded(t, `{"kind":"structured","data":{"word":"salut"}}`)
+					w := readWire(t, wire)
+					w.checkVersion(t, p.version)
+					res := w.response(t, "tools/call")
+					if res.Error != nil {
+						t.Fatalf("tools/call: error %+v", res.Error)
+					}
+					var got struct {
+						ResultType        *string         `json:"resultType"`
+						StructuredContent json.RawMessage `json:"structuredContent"`
+					}
+					if err := json.Unmarshal(res.Result, &got); err != nil {
+						t.Fatal(err)
+					}
+					if p.version == "2026-07-28" && (got.ResultType == nil || *got.ResultType != "complete") {
+						t.Fatalf(`the tools/call result on the wire has no "resultType": "complete": %s`, res.Result)
+					}
+					if !jsonEqual(t, got.StructuredContent, r.result(t).StructuredContent) {
+						t.Fatalf("the Inspector printed structuredContent %s, the wire had %s", r.result(t).StructuredContent, got.StructuredContent)
+					}
+					inspectorRecord(t, rukh, home, env.InvocationID, "ts.tools/echo", "succeeded", "")
+				})
+
+				// A name that was listed and became obsolete before the call
+				// (the owner applied a profile in between) reaches rukh, which
+				// answers the JSON-RPC error of every unknown name. Last: it
+				// renames every tool.
+				t.Run("unknown", func(t *testing.T) {
+					next := filepath.Join(t.TempDir(), "profile.json")
+					if err := os.WriteFile(next, []byte(strings.Replace(tsProfile, "NAMESPACE", "renamed-"+p.era, 1)), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					before := len(inspectorRecords(t, rukh, home))
+					wire := t.TempDir()
+					name := tools["Echo"]
+					r := inspect(t, []string{"RELAY_RUKH=" + rukh, "RELAY_DIR=" + wire, "RELAY_PROFILE=" + next}, []string{relay},
+						"--method", "tools/call", "--tool-name", name)
+					want := `unknown tool "` + name + `"`
+					r.failed(t, 1, "error", want)
+					w := readWire(t, wire)
+					w.checkVersion(t, p.version)
+					res := w.response(t, "tools/call")
+					if res.Error == nil || res.Error.Code != -32602 || res.Error.Message != want || res.Result != nil {
+						t.Fatalf("tools/call of an obsolete name: want JSON-RPC error -32602 %q, got error %+v result %s", want, res.Error, res.Result)
+					}
+					if n := len(inspectorRecords(t, rukh, home)); n != before {
+						t.Fatalf("%d invocations recorded, want %d", n, before)
+					}
+				})
+			})
 		}
 	})
-
-	for _, p := range []struct{ era, version string }{{"modern", "2026-07-28"}, {"legacy", "2025-11-25"}} {
-		t.Run(p.version, func(t *testing.T) {
-			t.Parallel()
-			home := tsHome(t, filepath.Join(dir, "home-"+p.era), rel)
-			// inspect runs `inspector --cli -e RUKH_HOME=… --protocol-era ERA
-			// SERVER… ARGS…`; the server is `rukh mcp` unless given.
-			inspect := func(t *testing.T, env, server []string, args ...string) inspectorRun {
-				t.Helper()
-				if server == nil {
-					server = []string{rukh, "mcp"}
-				}
-				argv := []string{"--cli", "-e", "RUKH_HOME=" + home}
-				for _, e := range env {
-					argv = append(argv, "-e", e)
-				}
-				argv = append(argv, "--protocol-era", p.era)
-				argv = append(argv, server...)
-				return in.run(t, nil, append(argv, args...)...)
-			}
-			call := func(t *testing.T, tool string, args ...string) inspectorRun {
-				t.Helper()
-				return inspect(t, nil, nil, append([]string{"--method", "tools/call", "--tool-name", tool}, args...)...)
-			}
-
-			t.Run("initialize", func(t *testing.T) {
-				r := inspect(t, nil, nil, "--method", "initialize")
-				r.status0(t)
-				var init struct {
-					ServerInfo      struct{ Name string } `json:"serverInfo"`
-					ProtocolVersion string                `json:"protocolVersion"`
-				}
-				r.decode(t, &init)
-				if init.ProtocolVersion != p.version || init.ServerInfo.Name != "rukh" {
-					t.Fatalf("negotiated %q with %q, want %s with rukh\n%s", init.ProtocolVersion, init.ServerInfo.Name, p.version, r.stdout)
-				}
-			})
-
-			// The Inspector follows nextCursor: all 45 tools, not page 1.
-			tools := map[string]string{} // title → name
-			t.Run("tools/list", func(t *testing.T) {
-				r := inspect(t, nil, nil, "--method", "tools/list")
-				r.status0(t)
-				var list map[string][]struct {
-					Name         string
-					Title        string
-					InputSchema  struct{ Type string } `json:"inputSchema"`
-					OutputSchema struct{ Type string } `json:"outputSchema"`
-				}
-				r.decode(t, &list)
-				if len(list) != 1 || len(list["tools"]) != tsQuick+5 {
-					t.Fatalf("listed %d tools (members %v), want %d over two pages", len(list["tools"]), slices.Sorted(maps.Keys(list)), tsQuick+5)
-				}
-				name := regexp.MustCompile(`^[a-z0-9_-]+__[0-9a-f]+$`)
-				for i, tool := range list["tools"] {
-					if !name.MatchString(tool.Name) || tool.InputSchema.Type != "object" || tool.OutputSchema.Type != "object" {
-						t.Fatalf("tool %d: name %q, input schema %q, output schema %q", i, tool.Name, tool.InputSchema.Type, tool.OutputSchema.Type)
-					}
-					if i > 0 && list["tools"][i-1].Name >= tool.Name {
-						t.Fatalf("not in strict name order: %q, %q", list["tools"][i-1].Name, tool.Name)
-					}
-					tools[tool.Title] = tool.Name
-				}
-				for _, title := range []string{"Echo", "Count", "Read"} {
-					if tools[title] == "" {
-						t.Fatalf("no tool titled %s", title)
-					}
-				}
-			})
-			if t.Failed() {
-				return
-			}
-
-			t.Run("call", func(t *testing.T) {
-				r := call(t, tools["Echo"], "--tool-arg", "word=hola")
-				r.status0(t)
-				env := r.succeeded(t, `{"kind":"structured","data":{"word":"hola"}}`)
-				inspectorRecord(t, rukh, home, env.InvocationID, "ts.tools/echo", "succeeded", "")
-				// The Inspector types --tool-arg values by the input schema:
-				// count=5 arrives as the integer 5.
-				r = call(t, tools["Count"], "--tool-arg", "count=5")
-				r.status0(t)
-				r.succeeded(t, `{"kind":"text","text":"ok"}`)
-			})
-
-			t.Run("invalid", func(t *testing.T) {
-				r := call(t, tools["Count"], "--tool-arg", "count=9")
-				env, message := r.rejected(t, "invalid_input")
-				if !strings.Contains(message, `property "count"`) || !strings.Contains(message, `"additionalProperties":false`) {
-					t.Fatalf("the refusal does not name the property and carry the input schema:\n%s", message)
-				}
-				inspectorRecord(t, rukh, home, env.InvocationID, "ts.tools/count", "rejected", "invalid_input")
-			})
-
-			t.Run("denied", func(t *testing.T) {
-				r := call(t, tools["Read"], "--tool-arg", "env=prod")
-				env, message := r.rejected(t, "denied")
-				if !strings.Contains(message, "deploy.read") {
-					t.Fatalf("the refusal does not name the action deploy.read:\n%s", message)
-				}
-				inspectorRecord(t, rukh, home, env.InvocationID, "ts.tools/read", "rejected", "denied")
-			})
-
-			// A name the server did not list never reaches it: the
-			// Inspector refuses it itself (exit 5, tool_not_found).
-			t.Run("unlisted", func(t *testing.T) {
-				before := len(inspectorRecords(t, rukh, home))
-				r := call(t, "nosuch__0123456789abcdef")
-				r.failed(t, 5, "tool_not_found", "Tool 'nosuch__0123456789abcdef' not found on server.")
-				if n := len(inspectorRecords(t, rukh, home)); n != before {
-					t.Fatalf("%d invocations recorded, want %d", n, before)
-				}
-			})
-
-			// The wire under the Inspector: the negotiated version on every
-			// request, and "resultType": "complete" on every 2026-07-28
-			// result (the Inspector checks it and strips it before printing).
-			t.Run("wire", func(t *testing.T) {
-				wire := t.TempDir()
-				r := inspect(t, []string{"RELAY_RUKH=" + rukh, "RELAY_DIR=" + wire}, []string{relay},
-					"--method", "tools/call", "--tool-name", tools["Echo"], "--tool-arg", "word=salut")
-				r.status0(t)
-				env := r.succeeded(t, `{"kind":"structured","data":{"word":"salut"}}`)
-				w := readWire(t, wire)
-				w.checkVersion(t, p.version)
-				res := w.response(t, "tools/call")
-				if res.Error != nil {
-					t.Fatalf("tools/call: error %+v", res.Error)
-				}
-				var got struct {
-					ResultType        *string         `json:"resultType"`
-					StructuredContent json.RawMessage `json:"structuredContent"`
-				}
-				if err := json.Unmarshal(res.Result, &got); err != nil {
-					t.Fatal(err)
-				}
-				if p.version == "2026-07-28" && (got.ResultType == nil || *got.ResultType != "complete") {
-					t.Fatalf(`the tools/call result on the wire has no "resultType": "complete": %s`, res.Result)
-				}
-				if !jsonEqual(t, got.StructuredContent, r.result(t).StructuredContent) {
-					t.Fatalf("the Inspector printed structuredContent %s, the wire had %s", r.result(t).StructuredContent, got.StructuredContent)
-				}
-				inspectorRecord(t, rukh, home, env.InvocationID, "ts.tools/echo", "succeeded", "")
-			})
-
-			// A name that was listed and became obsolete before the call
-			// (the owner applied a profile in between) reaches rukh, which
-			// answers the JSON-RPC error of every unknown name. Last: it
-			// renames every tool.
-			t.Run("unknown", func(t *testing.T) {
-				next := filepath.Join(t.TempDir(), "profile.json")
-				if err := os.WriteFile(next, []byte(strings.Replace(tsProfile, "NAMESPACE", "renamed-"+p.era, 1)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				before := len(inspectorRecords(t, rukh, home))
-				wire := t.TempDir()
-				name := tools["Echo"]
-				r := inspect(t, []string{"RELAY_RUKH=" + rukh, "RELAY_DIR=" + wire, "RELAY_PROFILE=" + next}, []string{relay},
-					"--method", "tools/call", "--tool-name", name)
-				want := `unknown tool "` + name + `"`
-				r.failed(t, 1, "error", want)
-				w := readWire(t, wire)
-				w.checkVersion(t, p.version)
-				res := w.response(t, "tools/call")
-				if res.Error == nil || res.Error.Code != -32602 || res.Error.Message != want || res.Result != nil {
-					t.Fatalf("tools/call of an obsolete name: want JSON-RPC error -32602 %q, got error %+v result %s", want, res.Error, res.Result)
-				}
-				if n := len(inspectorRecords(t, rukh, home)); n != before {
-					t.Fatalf("%d invocations recorded, want %d", n, before)
-				}
-			})
-		})
-	}
 }
 
 // inspector is an installed tests/inspector: its Node and the Inspector's

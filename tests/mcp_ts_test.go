@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +32,8 @@ const tsProfile = `{"endpointNamespace":"NAMESPACE","cli":{"task":"owner"},"mcp"
 // TypeScript SDK client (tests/mcp/client.mjs, @modelcontextprotocol/sdk
 // 1.32.2, protocol 2025-11-25 via initialize): each subtest is one
 // scenario of the script, which asserts and exits non-zero on a failure.
+// Every scenario runs in process and through rukhd (forEachHost), and
+// both hosts must report the same but for invocation ids and timings.
 // CI (.ci/run) installs the SDK with `npm ci`; elsewhere the test is
 // skipped until `cd tests/mcp && npm ci` has been run.
 func TestTypeScriptClient(t *testing.T) {
@@ -44,31 +48,62 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Skipf("the TypeScript MCP client tests need node and tests/mcp/node_modules (%v); `cd tests/mcp && npm ci` enables them", err)
 	}
 
-	dir := t.TempDir()
-	rukh := filepath.Join(dir, "rukh")
-	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	rel := tsRelease(t, filepath.Join(dir, "src"))
-	shared := tsHome(t, filepath.Join(dir, "home"), rel)
-
-	// The stale scenario changes the profile under a running server, so
-	// it gets a home of its own; the others share one and run in order.
-	for _, sc := range []string{"list", "list-default", "call", "invalid", "denied", "unknown", "progress", "cancel", "stale"} {
-		t.Run(sc, func(t *testing.T) {
-			home := shared
-			var env []string
-			if sc == "stale" {
-				home = tsHome(t, filepath.Join(dir, "home-stale"), rel)
-				next := filepath.Join(dir, "next-profile.json")
-				if err := os.WriteFile(next, []byte(strings.Replace(tsProfile, "NAMESPACE", "renamed", 1)), 0o644); err != nil {
-					t.Fatal(err)
+	rel := tsRelease(t, filepath.Join(t.TempDir(), "src"))
+	reports := map[string]map[string]json.RawMessage{} // mode → scenario → report
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		dir := t.TempDir()
+		// The stale scenario changes the profile under a running server,
+		// so it gets a home of its own; the others share one and run in
+		// order.
+		shared := tsHome(t, filepath.Join(dir, "home"), rel)
+		stale := tsHome(t, filepath.Join(dir, "home-stale"), rel)
+		next := filepath.Join(dir, "next-profile.json")
+		if err := os.WriteFile(next, []byte(strings.Replace(tsProfile, "NAMESPACE", "renamed", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h.serve(t, shared)
+		reports[h.Mode] = map[string]json.RawMessage{}
+		for _, sc := range tsScenarios {
+			t.Run(sc, func(t *testing.T) {
+				home := shared
+				var env []string
+				if sc == "stale" {
+					// Through rukhd, the scenario's `rukh profile apply`
+					// runs in the daemon too.
+					home = stale
+					h.serve(t, home)
+					env = append(env, "RUKH_NEXT_PROFILE="+next)
 				}
-				env = append(env, "RUKH_NEXT_PROFILE="+next)
-			}
-			tsRun(t, node, rukh, home, sc, env)
-		})
+				reports[h.Mode][sc] = tsRun(t, node, h.Rukh, home, sc, env)
+			})
+		}
+	})
+	// Both hosts gave the same reports, but for invocation ids and
+	// timings.
+	for _, sc := range tsScenarios {
+		a, b := tsNormal(t, reports["in-process"][sc]), tsNormal(t, reports["daemon"][sc])
+		if a != nil && b != nil && !reflect.DeepEqual(a, b) {
+			t.Errorf("scenario %s reports differently in process and through rukhd:\nin-process %s\ndaemon     %s", sc, reports["in-process"][sc], reports["daemon"][sc])
+		}
 	}
+}
+
+// tsScenarios are the scenarios of client.mjs, in the order they run.
+var tsScenarios = []string{"list", "list-default", "call", "invalid", "denied", "unknown", "progress", "cancel", "stale"}
+
+// tsNormal decodes a report with every invocation id replaced by "ID" and
+// without its timings; nil for no report.
+func tsNormal(t *testing.T, report json.RawMessage) any {
+	t.Helper()
+	if report == nil {
+		return nil
+	}
+	var v map[string]any
+	if err := json.Unmarshal(regexp.MustCompile(`\b[0-9a-f]{32}\b`).ReplaceAll(report, []byte("ID")), &v); err != nil {
+		t.Fatal(err)
+	}
+	delete(v, "finalizedAfterMs")
+	return v
 }
 
 // tsRelease writes the fixture release: sh-only programs speaking
@@ -138,9 +173,10 @@ func tsHome(t *testing.T, home, rel string) string {
 	return home
 }
 
-// tsRun runs one scenario of client.mjs against home and fails the test
-// with the script's message when it exits non-zero.
-func tsRun(t *testing.T, node, rukh, home, scenario string, env []string) {
+// tsRun runs one scenario of client.mjs against home and returns its
+// report; it fails the test with the script's message when the script
+// exits non-zero.
+func tsRun(t *testing.T, node, rukh, home, scenario string, env []string) json.RawMessage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -166,4 +202,5 @@ func tsRun(t *testing.T, node, rukh, home, scenario string, env []string) {
 		t.Fatalf("scenario %s: no passing JSON report on stdout (%v)\nstdout:\n%s\nstderr:\n%s", scenario, err, stdout.Bytes(), stderr.Bytes())
 	}
 	t.Logf("%s", bytes.TrimSpace(stdout.Bytes()))
+	return bytes.TrimSpace(stdout.Bytes())
 }

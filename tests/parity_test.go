@@ -4,18 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/cli"
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/mcp"
 )
 
 // echo returns the typed inputs it received ({id: {value, explicit}}) as
@@ -60,114 +60,137 @@ var echoDescriptor = `{"schema":"rukh.extension/2","package":"test.echo","versio
 
 // TestParity runs one table of intents through the CLI and through MCP
 // and requires the same outcome and, on success, the same typed inputs as
-// the command received them (stitchkit seed: CLI ≡ MCP).
+// the command received them (stitchkit seed: CLI ≡ MCP). Both doors are
+// what a person and an agent run — the rukh binary and a `rukh mcp`
+// process driven by the go-sdk client — in process and through rukhd
+// (forEachHost); both hosts must give each case the same result, exit
+// status, output and messages alike.
 func TestParity(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the echo extension needs python3 (.ci/run installs it)")
 	}
-	dir := t.TempDir()
-	rel := filepath.Join(dir, "src")
-	for name, content := range map[string]string{"bin/echo": echoProgram, "rukh-extension.json": echoDescriptor} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(rel, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(rel, name), []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	home := filepath.Join(dir, "home")
-	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
-	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.echo/*"],"task":"owner"},
+	rel := filepath.Join(t.TempDir(), "src")
+	testhome.WriteFiles(t, rel, map[string]string{"bin/echo": echoProgram, "rukh-extension.json": echoDescriptor})
+
+	results := map[string]map[string]string{} // mode → case → what both doors said
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		home := filepath.Join(t.TempDir(), "home")
+		a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
+		if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.echo/*"],"task":"owner"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
-		t.Fatal(err)
-	}
+			t.Fatal(err)
+		}
+		h.serve(t, home)
+		env := []string{"RUKH_HOME=" + home, "PATH=" + os.Getenv("PATH")}
 
-	// The MCP door: a go-sdk client over an in-memory transport.
-	ctx := context.Background()
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(home, "data")), Binding: mcp.Binding{Task: "owner"}, Name: "rukh", Version: "test"})
-	st, ct := sdk.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "parity", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	list, err := cs.ListTools(ctx, nil)
-	if err != nil || len(list.Tools) != 1 {
-		t.Fatalf("tools: %v %v", list, err)
-	}
-	tool := list.Tools[0].Name
+		// The MCP door.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		server := exec.Command(h.Rukh, "mcp")
+		server.Env = env
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "parity", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: server}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil || len(list.Tools) != 1 {
+			t.Fatalf("tools: %v %v", list, err)
+		}
+		tool := list.Tools[0].Name
+		results[h.Mode] = map[string]string{}
 
-	tests := []struct {
-		name    string
-		cli     []string
-		mcp     string
-		outcome string // "succeeded" or the refusal reason
-	}{
-		{"defaults", []string{"--env", "stage"}, `{"env":"stage"}`, "succeeded"},
-		{"every type", []string{"--env", "prod", "--count", "7", "--ratio", "0.25", "--amount", "12.50", "--tag", "a", "--tag", "b", "--verbose", "ana"},
-			`{"env":"prod","count":7,"ratio":0.25,"amount":"12.50","tags":["a","b"],"verbose":true,"name":"ana"}`, "succeeded"},
-		{"integer past 2^53", []string{"--env", "stage", "--count", "9007199254740993"}, `{"env":"stage","count":9007199254740993}`, "succeeded"},
-		{"integral 5.0", []string{"--env", "stage", "--count", "5.0"}, `{"env":"stage","count":5.0}`, "succeeded"},
-		{"explicit default", []string{"--env", "stage", "--count", "1", "--verbose=false"}, `{"env":"stage","count":1,"verbose":false}`, "succeeded"},
-		{"unicode length", []string{"--env", "stage", "ééééé"}, `{"env":"stage","name":"ééééé"}`, "succeeded"},
-		{"not an integer", []string{"--env", "stage", "--count", "1.5"}, `{"env":"stage","count":1.5}`, "invalid_input"},
-		{"out of range", []string{"--env", "stage", "--count", "9223372036854775808"}, `{"env":"stage","count":9223372036854775808}`, "invalid_input"},
-		{"below minimum", []string{"--env", "stage", "--count", "-6"}, `{"env":"stage","count":-6}`, "invalid_input"},
-		{"number overflow", []string{"--env", "stage", "--ratio", "1e400"}, `{"env":"stage","ratio":1e400}`, "invalid_input"},
-		{"bad decimal", []string{"--env", "stage", "--amount", "1e5"}, `{"env":"stage","amount":"1e5"}`, "invalid_input"},
-		{"negative decimal", []string{"--env", "stage", "--amount", "-0.01"}, `{"env":"stage","amount":"-0.01"}`, "invalid_input"},
-		{"not in enum", []string{"--env", "dev"}, `{"env":"dev"}`, "invalid_input"},
-		{"missing required", []string{}, `{}`, "invalid_input"},
-		{"string too long", []string{"--env", "stage", "abcdef"}, `{"env":"stage","name":"abcdef"}`, "invalid_input"},
-		{"too many items", []string{"--env", "stage", "--tag", "a", "--tag", "b", "--tag", "c", "--tag", "d"}, `{"env":"stage","tags":["a","b","c","d"]}`, "invalid_input"},
-		{"item too long", []string{"--env", "stage", "--tag", "abcdefghi"}, `{"env":"stage","tags":["abcdefghi"]}`, "invalid_input"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			// CLI: the real entry point, in process.
-			var out, errOut bytes.Buffer
-			status := app.Run(ctx, app.Rukh, append([]string{"echo", "--json"}, tt.cli...),
-				cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-				[]string{"RUKH_HOME=" + home, "PATH=" + os.Getenv("PATH")})
-
-			// MCP.
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(tt.mcp)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The text block carries the envelope's exact bytes; the SDK
-			// client decodes structuredContent into float64s.
-			raw := []byte(res.Content[0].(*sdk.TextContent).Text)
-			var env struct {
-				Outcome       string `json:"outcome"`
-				Reason        string `json:"reason"`
-				CommandResult *struct {
-					Data json.RawMessage `json:"data"`
-				} `json:"commandResult"`
-			}
-			if err := json.Unmarshal(raw, &env); err != nil {
-				t.Fatal(err)
-			}
-
-			if tt.outcome == "succeeded" {
-				if status != 0 || env.Outcome != "succeeded" {
-					t.Fatalf("CLI exit %d (%s), MCP %s/%s", status, &errOut, env.Outcome, env.Reason)
+		for _, tt := range parityCases {
+			t.Run(tt.name, func(t *testing.T) {
+				// The CLI door.
+				cmd := exec.CommandContext(ctx, h.Rukh, append([]string{"echo", "--json"}, tt.cli...)...)
+				cmd.Env = env
+				var out, errOut bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errOut
+				status := 0
+				if err := cmd.Run(); err != nil {
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) {
+						t.Fatal(err)
+					}
+					status = ee.ExitCode()
 				}
-				if !sameJSON(t, out.Bytes(), env.CommandResult.Data) {
-					t.Errorf("the command received different inputs:\nCLI %s\nMCP %s", out.Bytes(), env.CommandResult.Data)
+
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(tt.mcp)})
+				if err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			if status != cli.ExitUsage || env.Outcome != "rejected" || env.Reason != tt.outcome {
-				t.Errorf("CLI exit %d (%s), MCP %s/%s; want exit 2 and rejected/%s", status, &errOut, env.Outcome, env.Reason, tt.outcome)
-			}
-		})
+				// The text block carries the envelope's exact bytes; the SDK
+				// client decodes structuredContent into float64s.
+				raw := []byte(res.Content[0].(*sdk.TextContent).Text)
+				var env struct {
+					Outcome       string `json:"outcome"`
+					Reason        string `json:"reason"`
+					CommandResult *struct {
+						Data json.RawMessage `json:"data"`
+					} `json:"commandResult"`
+				}
+				if err := json.Unmarshal(raw, &env); err != nil {
+					t.Fatal(err)
+				}
+				said := fmt.Sprintf("CLI exit %d, stdout %q, stderr %q\nMCP", status, out.Bytes(), errOut.Bytes())
+				for _, c := range res.Content {
+					said += fmt.Sprintf(" %q", c.(*sdk.TextContent).Text)
+				}
+				results[h.Mode][tt.name] = invocationID.ReplaceAllString(said, "ID")
+
+				if tt.outcome == "succeeded" {
+					if status != 0 || env.Outcome != "succeeded" {
+						t.Fatalf("CLI exit %d (%s), MCP %s/%s", status, &errOut, env.Outcome, env.Reason)
+					}
+					if !sameJSON(t, out.Bytes(), env.CommandResult.Data) {
+						t.Errorf("the command received different inputs:\nCLI %s\nMCP %s", out.Bytes(), env.CommandResult.Data)
+					}
+					return
+				}
+				if status != cli.ExitUsage || env.Outcome != "rejected" || env.Reason != tt.outcome {
+					t.Errorf("CLI exit %d (%s), MCP %s/%s; want exit 2 and rejected/%s", status, &errOut, env.Outcome, env.Reason, tt.outcome)
+				}
+			})
+		}
+	})
+	for _, tt := range parityCases {
+		a, b := results["in-process"][tt.name], results["daemon"][tt.name]
+		if a != "" && b != "" && a != b {
+			t.Errorf("%s: in process and through rukhd differ:\nin-process %s\ndaemon     %s", tt.name, a, b)
+		}
 	}
+}
+
+// invocationID matches an invocation id.
+var invocationID = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
+
+// parityCases are TestParity's intents: the CLI arguments and the MCP
+// arguments of each, and the outcome both must have.
+var parityCases = []struct {
+	name    string
+	cli     []string
+	mcp     string
+	outcome string // "succeeded" or the refusal reason
+}{
+	{"defaults", []string{"--env", "stage"}, `{"env":"stage"}`, "succeeded"},
+	{"every type", []string{"--env", "prod", "--count", "7", "--ratio", "0.25", "--amount", "12.50", "--tag", "a", "--tag", "b", "--verbose", "ana"},
+		`{"env":"prod","count":7,"ratio":0.25,"amount":"12.50","tags":["a","b"],"verbose":true,"name":"ana"}`, "succeeded"},
+	{"integer past 2^53", []string{"--env", "stage", "--count", "9007199254740993"}, `{"env":"stage","count":9007199254740993}`, "succeeded"},
+	{"integral 5.0", []string{"--env", "stage", "--count", "5.0"}, `{"env":"stage","count":5.0}`, "succeeded"},
+	{"explicit default", []string{"--env", "stage", "--count", "1", "--verbose=false"}, `{"env":"stage","count":1,"verbose":false}`, "succeeded"},
+	{"unicode length", []string{"--env", "stage", "ééééé"}, `{"env":"stage","name":"ééééé"}`, "succeeded"},
+	{"not an integer", []string{"--env", "stage", "--count", "1.5"}, `{"env":"stage","count":1.5}`, "invalid_input"},
+	{"out of range", []string{"--env", "stage", "--count", "9223372036854775808"}, `{"env":"stage","count":9223372036854775808}`, "invalid_input"},
+	{"below minimum", []string{"--env", "stage", "--count", "-6"}, `{"env":"stage","count":-6}`, "invalid_input"},
+	{"number overflow", []string{"--env", "stage", "--ratio", "1e400"}, `{"env":"stage","ratio":1e400}`, "invalid_input"},
+	{"bad decimal", []string{"--env", "stage", "--amount", "1e5"}, `{"env":"stage","amount":"1e5"}`, "invalid_input"},
+	{"negative decimal", []string{"--env", "stage", "--amount", "-0.01"}, `{"env":"stage","amount":"-0.01"}`, "invalid_input"},
+	{"not in enum", []string{"--env", "dev"}, `{"env":"dev"}`, "invalid_input"},
+	{"missing required", []string{}, `{}`, "invalid_input"},
+	{"string too long", []string{"--env", "stage", "abcdef"}, `{"env":"stage","name":"abcdef"}`, "invalid_input"},
+	{"too many items", []string{"--env", "stage", "--tag", "a", "--tag", "b", "--tag", "c", "--tag", "d"}, `{"env":"stage","tags":["a","b","c","d"]}`, "invalid_input"},
+	{"item too long", []string{"--env", "stage", "--tag", "abcdefghi"}, `{"env":"stage","tags":["abcdefghi"]}`, "invalid_input"},
 }
 
 func sameJSON(t *testing.T, a, b []byte) bool {

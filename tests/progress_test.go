@@ -23,7 +23,8 @@ import (
 // greet program sends one progress frame per greeting before its report;
 // each must arrive as exactly one notifications/progress with the call's
 // token, progress = done, total = times and message "greeting", and the
-// result must be the greeting text.
+// result must be the greeting text. Through rukhd too (forEachHost): the
+// daemon sends each frame back as a Progress event.
 func TestGreetProgressOverMCP(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -31,93 +32,92 @@ func TestGreetProgressOverMCP(t *testing.T) {
 		}
 		t.Skipf("examples/greet needs python3: %v", err)
 	}
-	dir := t.TempDir()
-	rukh := filepath.Join(dir, "rukh")
-	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	rel, err := filepath.Abs(filepath.Join("..", "examples", "greet"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := filepath.Join(dir, "home")
-	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
-	testhome.Apply(t, a, `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["acme.greet/*"],"task":"agent"},
-		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
-		         "agent":{"commands":["acme.*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"}}}`)
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		dir := t.TempDir()
+		home := filepath.Join(dir, "home")
+		a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
+		testhome.Apply(t, a, `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["acme.greet/*"],"task":"agent"},
+			"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
+			         "agent":{"commands":["acme.*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"}}}`)
+		h.serve(t, home)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	notes := make(chan *sdk.ProgressNotificationParams, 64)
-	client := sdk.NewClient(&sdk.Implementation{Name: "progress-test", Version: "1"}, &sdk.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			notes <- req.Params
-		},
-	})
-	cmd := exec.Command(rukh, "mcp", "--log-file", filepath.Join(dir, "mcp.log"))
-	cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
-	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-
-	listing, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tool string
-	for _, tl := range listing.Tools {
-		if matches(tl.Name, "acme.greet/hello") {
-			if tool != "" {
-				t.Fatalf("two tools for acme.greet/hello: %s and %s", tool, tl.Name)
-			}
-			tool = tl.Name
-		}
-	}
-	if tool == "" {
-		t.Fatalf("no tool for acme.greet/hello in %d tools", len(listing.Tools))
-	}
-
-	// Each call's notifications were written before its response, and the
-	// client handles notifications in order, so once the second call's
-	// notification has arrived, any stray one of the first would have too.
-	for _, tc := range []struct {
-		token     string
-		arguments map[string]any
-		text      string
-		times     int
-	}{
-		{"greet-ada", map[string]any{"name": "Ada", "times": 3}, "hello, Ada\nhello, Ada\nhello, Ada\n", 3},
-		{"greet-shout", map[string]any{"name": "Grace", "shout": true}, "HELLO, GRACE!\n", 1},
-	} {
-		params := &sdk.CallToolParams{Name: tool, Arguments: tc.arguments}
-		params.SetProgressToken(tc.token)
-		res, err := cs.CallTool(ctx, params)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		notes := make(chan *sdk.ProgressNotificationParams, 64)
+		client := sdk.NewClient(&sdk.Implementation{Name: "progress-test", Version: "1"}, &sdk.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				notes <- req.Params
+			},
+		})
+		cmd := exec.Command(h.Rukh, "mcp", "--log-file", filepath.Join(dir, "mcp.log"))
+		cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
+		cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 		if err != nil {
-			t.Fatalf("%s: %v", tc.token, err)
+			t.Fatal(err)
 		}
-		checkGreetResult(t, tc.token, res, tc.text)
-		for i := 1; i <= tc.times; i++ {
-			var n *sdk.ProgressNotificationParams
-			select {
-			case n = <-notes:
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s: %d of %d progress notifications arrived", tc.token, i-1, tc.times)
-			}
-			if n.ProgressToken != tc.token || n.Progress != float64(i) || n.Total != float64(tc.times) || n.Message != "greeting" {
-				got, _ := json.Marshal(n)
-				t.Fatalf("%s: notification %d is %s; want token %q, progress %d, total %d, message \"greeting\"",
-					tc.token, i, got, tc.token, i, tc.times)
+		defer cs.Close()
+
+		listing, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tool string
+		for _, tl := range listing.Tools {
+			if matches(tl.Name, "acme.greet/hello") {
+				if tool != "" {
+					t.Fatalf("two tools for acme.greet/hello: %s and %s", tool, tl.Name)
+				}
+				tool = tl.Name
 			}
 		}
-	}
-	select {
-	case n := <-notes:
-		got, _ := json.Marshal(n)
-		t.Fatalf("a progress notification more than the greetings: %s", got)
-	case <-time.After(300 * time.Millisecond):
-	}
+		if tool == "" {
+			t.Fatalf("no tool for acme.greet/hello in %d tools", len(listing.Tools))
+		}
+
+		// Each call's notifications were written before its response, and the
+		// client handles notifications in order, so once the second call's
+		// notification has arrived, any stray one of the first would have too.
+		for _, tc := range []struct {
+			token     string
+			arguments map[string]any
+			text      string
+			times     int
+		}{
+			{"greet-ada", map[string]any{"name": "Ada", "times": 3}, "hello, Ada\nhello, Ada\nhello, Ada\n", 3},
+			{"greet-shout", map[string]any{"name": "Grace", "shout": true}, "HELLO, GRACE!\n", 1},
+		} {
+			params := &sdk.CallToolParams{Name: tool, Arguments: tc.arguments}
+			params.SetProgressToken(tc.token)
+			res, err := cs.CallTool(ctx, params)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.token, err)
+			}
+			checkGreetResult(t, tc.token, res, tc.text)
+			for i := 1; i <= tc.times; i++ {
+				var n *sdk.ProgressNotificationParams
+				select {
+				case n = <-notes:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s: %d of %d progress notifications arrived", tc.token, i-1, tc.times)
+				}
+				if n.ProgressToken != tc.token || n.Progress != float64(i) || n.Total != float64(tc.times) || n.Message != "greeting" {
+					got, _ := json.Marshal(n)
+					t.Fatalf("%s: notification %d is %s; want token %q, progress %d, total %d, message \"greeting\"",
+						tc.token, i, got, tc.token, i, tc.times)
+				}
+			}
+		}
+		select {
+		case n := <-notes:
+			got, _ := json.Marshal(n)
+			t.Fatalf("a progress notification more than the greetings: %s", got)
+		case <-time.After(300 * time.Millisecond):
+		}
+	})
 }
 
 // checkGreetResult requires a succeeded envelope whose text result is

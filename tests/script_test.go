@@ -21,7 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanupM{m}, map[string]func(){
 		"rukh": func() { os.Exit(app.Main(app.Rukh, os.Args[1:])) },
 	})
 }

@@ -1,0 +1,241 @@
+package tests
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rukh-cli/rukh/cli"
+)
+
+// The hosts a client of Rukh can have, as gopls runs its tests "direct"
+// and "forwarded" (lsprpc_test.go) and TestScripts runs every script:
+//
+//	in-process  `rukh mcp` and every `rukh` command run the core
+//	            themselves, each opening the store for a moment
+//	daemon      a real rukhd process serves the test's RUKH_HOME: `rukh
+//	            mcp` sends every tools/list and tools/call to it, and
+//	            `rukh` forwards its command lines to it
+//
+// The MCP client suites (TestMCPProcess, TestMCPSignalAndDiagnostics,
+// TestTypeScriptClient, TestInspectorCLI, TestGreetProgressOverMCP) and
+// TestParity run their every scenario against both, with the same
+// assertions, so both hosts give identical results. A test joins the
+// table by wrapping its body in forEachHost and calling h.serve once its
+// RUKH_HOME is prepared: from then on the daemon holds the store's lock,
+// so the test reaches the home only through the rukh binaries.
+var hostModes = []string{"in-process", "daemon"}
+
+// testHost is one host of the table, with the binaries every test of the
+// table runs: one build of rukh and rukhd per test binary.
+type testHost struct {
+	Mode   string // "in-process" or "daemon"
+	Daemon bool
+	Rukh   string // the built rukh
+	Rukhd  string // the built rukhd
+}
+
+// forEachHost runs body as the subtests "in-process" and "daemon", in
+// that order.
+func forEachHost(t *testing.T, body func(t *testing.T, h *testHost)) {
+	t.Helper()
+	rukh, rukhd := hostBinaries(t)
+	for _, mode := range hostModes {
+		t.Run(mode, func(t *testing.T) {
+			body(t, &testHost{Mode: mode, Daemon: mode == "daemon", Rukh: rukh, Rukhd: rukhd})
+		})
+	}
+}
+
+// served is how a home is served.
+type served struct {
+	// PID is the daemon's process id; 0 in-process, where each client
+	// process hosts the commands it runs.
+	PID int
+}
+
+// parentOf is the process an extension command started by a call of the
+// client process pid runs under: that client in-process, the daemon
+// otherwise.
+func (s *served) parentOf(client int) int {
+	if s.PID != 0 {
+		return s.PID
+	}
+	return client
+}
+
+// serve serves home, prepared by the test, until t ends. In daemon mode
+// it starts the built rukhd on home and waits until `rukh daemon status`
+// answers with its pid; when t ends, that same daemon must still answer
+// (a daemon that died would have let the clients fall back to in-process
+// silently), `rukh daemon stop` must stop it and it must exit 0. In
+// process, no daemon may answer for home when t ends.
+func (h *testHost) serve(t *testing.T, home string) *served {
+	t.Helper()
+	env := append(os.Environ(), "RUKH_HOME="+home)
+	if !h.Daemon {
+		t.Cleanup(func() {
+			cmd := exec.Command(h.Rukh, "daemon", "status")
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitUnavailable {
+				t.Errorf("in-process, but `rukh daemon status` says (%v):\n%s", err, out)
+			}
+		})
+		return &served{}
+	}
+
+	logPath := filepath.Join(t.TempDir(), "rukhd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The idle timeout only bounds a daemon that a crashed test binary
+	// left behind: every test keeps it busy, and the check at the end
+	// catches one that left early.
+	cmd := exec.Command(h.Rukhd, "--idle-timeout", "1m")
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	daemonLog := func() string {
+		data, _ := os.ReadFile(logPath)
+		return string(data)
+	}
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill() // the test failed before its stop
+			<-exited
+		}
+		if log := daemonLog(); t.Failed() || strings.Contains(log, "level=ERROR") {
+			if strings.Contains(log, "level=ERROR") {
+				t.Errorf("rukhd logged an error")
+			}
+			t.Logf("rukhd log:\n%s", log)
+		}
+	})
+
+	var pid int
+	for end := time.Now().Add(10 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-exited:
+			t.Fatalf("rukhd exited at once (%v):\n%s", cmd.ProcessState, daemonLog())
+		default:
+		}
+		st, err := hostDaemonStatus(h.Rukh, env)
+		switch {
+		case err == nil && st.PID != cmd.Process.Pid:
+			t.Fatalf("`rukh daemon status` answers with pid %d, not the rukhd just started (%d)", st.PID, cmd.Process.Pid)
+		case err == nil:
+			pid = st.PID
+		case time.Now().After(end):
+			t.Fatalf("rukhd did not answer `rukh daemon status` within 10 s (%v):\n%s", err, daemonLog())
+		}
+	}
+
+	t.Cleanup(func() {
+		if st, err := hostDaemonStatus(h.Rukh, env); err != nil || st.PID != pid {
+			t.Errorf("at the end of the test, the rukhd that served it (pid %d) no longer answers (status %+v, %v): clients may have run in-process", pid, st, err)
+		}
+		stop := exec.Command(h.Rukh, "daemon", "stop")
+		stop.Env = env
+		if out, err := stop.CombinedOutput(); err != nil {
+			t.Errorf("rukh daemon stop: %v\n%s", err, out)
+		}
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			t.Errorf("rukhd (pid %d) still runs 15 s after `rukh daemon stop`", pid)
+			return // the cleanup before kills it
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("rukhd exited %d after `rukh daemon stop`, want 0", code)
+		}
+	})
+	return &served{PID: pid}
+}
+
+// hostDaemonStatus is `rukh daemon status --json`.
+func hostDaemonStatus(rukh string, env []string) (*hostStatus, error) {
+	cmd := exec.Command(rukh, "daemon", "status", "--json")
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var st hostStatus
+	if err := json.Unmarshal(out, &st); err != nil {
+		return nil, fmt.Errorf("daemon status --json: %v: %s", err, out)
+	}
+	return &st, nil
+}
+
+type hostStatus struct {
+	PID      int    `json:"pid"`
+	Build    string `json:"build"`
+	Socket   string `json:"socket"`
+	Revision uint64 `json:"revision"`
+}
+
+// hostBins are the binaries of the table, built once per test binary
+// into a directory TestMain removes.
+var hostBins struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// hostBinaries builds rukh and rukhd once, in one go command, so that
+// both carry the same build id (a daemon serves only its own build).
+func hostBinaries(t testing.TB) (rukh, rukhd string) {
+	t.Helper()
+	hostBins.once.Do(func() {
+		hostBins.dir, hostBins.err = os.MkdirTemp("", "rukh-tests-bin-")
+		if hostBins.err != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", hostBins.dir+string(filepath.Separator), "../cmd/rukh", "../cmd/rukhd").CombinedOutput()
+		if err != nil {
+			hostBins.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if hostBins.err != nil {
+		t.Fatal(hostBins.err)
+	}
+	return filepath.Join(hostBins.dir, "rukh"), filepath.Join(hostBins.dir, "rukhd")
+}
+
+// removeHostBinaries removes what hostBinaries built.
+func removeHostBinaries() {
+	if hostBins.dir != "" {
+		os.RemoveAll(hostBins.dir)
+	}
+}
+
+// cleanupM removes the built binaries once the tests have run.
+type cleanupM struct{ m *testing.M }
+
+func (c cleanupM) Run() int {
+	defer removeHostBinaries()
+	return c.m.Run()
+}
