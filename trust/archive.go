@@ -95,7 +95,8 @@ func entryHeader(name string, size int64, mode string) *tar.Header {
 // Unpack extracts a release archive into dest, an empty directory the
 // caller made. It reads within the release limits, counted on the
 // decompressed bytes, and refuses links, special files, unsafe or
-// duplicate names and setuid, setgid or sticky bits. Files are written
+// duplicate names (names that differ only in letter case included) and
+// setuid, setgid or sticky bits. Files are written
 // 0644 or 0755 and never through a symbolic link. Unpack checks no
 // digest or signature; Verify does. On error dest may hold part of the
 // archive, and the caller removes it.
@@ -117,6 +118,7 @@ func Unpack(archive io.Reader, dest string) error {
 		root:  root,
 		tr:    tar.NewReader(&boundedReader{r: zr, n: limits.maxStream()}),
 		kinds: make(map[string]bool),
+		names: newCaseNames(),
 	}
 	return u.run()
 }
@@ -142,7 +144,9 @@ type unpacker struct {
 	tr   *tar.Reader
 	// kinds records every path written: true for a directory, false for a
 	// file.
-	kinds          map[string]bool
+	kinds map[string]bool
+	// names finds two paths that differ only in letter case.
+	names          caseNames
 	entries, files int64
 	total          int64
 }
@@ -197,6 +201,9 @@ func (u *unpacker) entry(hdr *tar.Header) error {
 	}
 	if hdr.Mode&0o7000 != 0 {
 		return refuse(CodeSetuid, name, "entry has a setuid, setgid or sticky bit; a release may not carry them")
+	}
+	if e := u.names.add(name); e != nil {
+		return e
 	}
 	if hdr.Typeflag == tar.TypeDir {
 		if reserved(name) {

@@ -23,7 +23,7 @@ const (
 	CodeSetuid            Code = "setuid"             // a setuid, setgid or sticky bit
 	CodeTooManyFiles      Code = "too_many_files"     // more files than MaxFiles
 	CodeTooLarge          Code = "too_large"          // a file, the manifest, the signature or the whole release over its limit
-	CodeDuplicateEntry    Code = "duplicate_entry"    // an archive names one path twice, or as both file and directory
+	CodeDuplicateEntry    Code = "duplicate_entry"    // an archive names one path twice, or as both file and directory; two paths differ only in letter case
 	CodeBadArchive        Code = "bad_archive"        // not a readable gzip-compressed tar archive
 	CodeBadManifest       Code = "bad_manifest"       // rukh-release.json is malformed
 	CodeBadSignatureFile  Code = "bad_signature_file" // rukh-release.sig is malformed

@@ -2,6 +2,7 @@ package trust
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -106,4 +107,52 @@ func trimPath(p string) string {
 		return p
 	}
 	return strings.ToValidUTF8(p[:64], "") + "…"
+}
+
+// caseNames records the paths of a release — its files and every
+// directory above them — by their case-folded form, so that two paths a
+// case-insensitive file system cannot tell apart (bin/env and bin/Env, or
+// share/x and Share/y) are refused: installed there, one would replace or
+// merge into the other. The release's own documents are recorded from
+// the start.
+type caseNames map[string]string
+
+func newCaseNames() caseNames {
+	c := caseNames{}
+	c[foldCase(ManifestName)] = ManifestName
+	c[foldCase(SignatureName)] = SignatureName
+	return c
+}
+
+// add records p and the directories above it. It refuses p when it, or
+// one of its directories, differs from a recorded path only in case.
+func (c caseNames) add(p string) *Error {
+	for i := strings.IndexByte(p, '/'); ; i = nextSlash(p, i) {
+		name := p
+		if i >= 0 {
+			name = p[:i]
+		}
+		key := foldCase(name)
+		if other, seen := c[key]; !seen {
+			c[key] = name
+		} else if other != name {
+			return refuse(CodeDuplicateEntry, p, "%q and %q differ only in letter case, which a case-insensitive file system cannot tell apart; rename one", other, name)
+		}
+		if i < 0 {
+			return nil
+		}
+	}
+}
+
+// foldCase maps s to one representative of the strings equal to it under
+// Unicode simple case folding (what strings.EqualFold compares): each
+// rune becomes the smallest rune of its folding orbit.
+func foldCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,21 @@ func TestBuildManifestRefuses(t *testing.T) {
 		}, nil, CodeInvalidDescriptor},
 		{"no descriptor", func(t *testing.T, dir string) { must(t, os.Remove(filepath.Join(dir, descriptor.FileName))) }, nil, CodeInvalidDescriptor},
 		{"program not executable", func(t *testing.T, dir string) { must(t, os.Chmod(filepath.Join(dir, "bin/greet"), 0o644)) }, nil, CodeInvalidDescriptor},
+		{"names differ only in case", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"bin/env": "a", "bin/Env": "b"}, nil)
+		}, nil, CodeDuplicateEntry},
+		{"directories differ only in case", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"Share/other.txt": "x"}, nil)
+		}, nil, CodeDuplicateEntry},
+		{"file and directory differ only in case", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"Bin": "x"}, nil)
+		}, nil, CodeDuplicateEntry},
+		{"names differ in non-ASCII case", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"share/é.txt": "a", "share/É.txt": "b"}, nil)
+		}, nil, CodeDuplicateEntry},
+		{"a release document in another case", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"RUKH-RELEASE.JSON": "{}"}, nil)
+		}, nil, CodeDuplicateEntry},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -136,6 +152,54 @@ func TestBuildManifestRefuses(t *testing.T) {
 				t.Errorf("Verify code = %q, want %q (%v)", codeOf(t, err), c.code, err)
 			}
 		})
+	}
+}
+
+// TestCaseDuplicates refuses, at pack and at install from a directory,
+// two paths that differ only in letter case, with duplicate_entry and a
+// message naming both.
+func TestCaseDuplicates(t *testing.T) {
+	dir := newReleaseDir(t)
+	writeTree(t, dir, map[string]string{"bin/env": "a", "bin/Env": "b"}, nil)
+	want := `duplicate_entry: "bin/env": "bin/Env" and "bin/env" differ only in letter case, which a case-insensitive file system cannot tell apart; rename one`
+	var buf bytes.Buffer
+	m, err := Pack(dir, testKey, &buf)
+	if m != nil || err == nil || err.Error() != want {
+		t.Fatalf("Pack = %v, %v; want %q", m, err, want)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("Pack wrote %d bytes", buf.Len())
+	}
+	if _, err := Verify(dir, trusted(), ""); err == nil || err.Error() != want {
+		t.Fatalf("Verify = %v, want %q", err, want)
+	}
+
+	// Different names, however similar, are fine: case folding is not
+	// normalization, and ß is not ss under simple folding.
+	ok := newReleaseDir(t)
+	writeTree(t, ok, map[string]string{"share/é.txt": "a", "share/é.txt": "b", "share/ß": "c", "share/ss": "d"}, nil)
+	if _, err := Pack(ok, testKey, io.Discard); err != nil {
+		t.Fatalf("Pack: %v", err)
+	}
+}
+
+func TestFoldCase(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"bin/env", "bin/Env", true},
+		{"BIN/ENV", "bin/env", true},
+		{"k", "\u212a", true}, // the Kelvin sign folds with k and K
+		{"Σ", "ς", true},
+		{"é", "É", true},
+		{"ß", "ss", false},
+		{"a", "b", false},
+	} {
+		a, b := tc.a, tc.b
+		if got := foldCase(a) == foldCase(b); got != tc.same || got != strings.EqualFold(a, b) {
+			t.Errorf("foldCase(%q) == foldCase(%q) is %v, want %v", a, b, got, tc.same)
+		}
 	}
 }
 

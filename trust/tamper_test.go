@@ -430,6 +430,38 @@ var tamperCases = []tamperCase{
 		build: func(t testing.TB, f *fixture) []byte {
 			return f.with(t, func(es []entry) []entry { return append(es, regular("bin", 0o644, "x")) })
 		}},
+	// Signed archives, as a pack that did not fold case made them: the
+	// names are refused while unpacking, before any signature is read.
+	{name: "case_duplicate_file", code: CodeDuplicateEntry, corpus: true,
+		build: func(t testing.TB, f *fixture) []byte {
+			return f.with(t, func(es []entry) []entry {
+				return resigned(t, f, append(es, regular("share/README.txt", 0o644, "other\n")), testKey)
+			})
+		},
+		check: func(t *testing.T, _ *Release, err error) {
+			want := `duplicate_entry: "share/README.txt": "share/readme.txt" and "share/README.txt" differ only in letter case, which a case-insensitive file system cannot tell apart; rename one`
+			if err.Error() != want {
+				t.Errorf("error %q, want %q", err, want)
+			}
+		}},
+	{name: "case_duplicate_directory", code: CodeDuplicateEntry,
+		build: func(t testing.TB, f *fixture) []byte {
+			return f.with(t, func(es []entry) []entry {
+				return resigned(t, f, append(es, regular("Share/other.txt", 0o644, "other\n")), testKey)
+			})
+		}},
+	{name: "case_duplicate_directory_entry", code: CodeDuplicateEntry,
+		build: func(t testing.TB, f *fixture) []byte {
+			return f.with(t, func(es []entry) []entry {
+				return append(es, entry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: "BIN/", Mode: 0o755, Format: tar.FormatPAX}})
+			})
+		}},
+	{name: "case_release_document", code: CodeDuplicateEntry,
+		build: func(t testing.TB, f *fixture) []byte {
+			return f.with(t, func(es []entry) []entry {
+				return resigned(t, f, append(es, regular("Rukh-Release.json", 0o644, "{}")), testKey)
+			})
+		}},
 	{name: "invalid_descriptor", code: CodeInvalidDescriptor, corpus: true,
 		build: func(t testing.TB, f *fixture) []byte {
 			return f.with(t, func(es []entry) []entry {

@@ -15,12 +15,14 @@ import (
 
 // walkFiles lists every regular file under root except the manifest and
 // signature at its top, with size, mode and SHA-256, sorted by path. It
-// follows no symbolic link and refuses everything a release may not hold.
+// follows no symbolic link and refuses everything a release may not hold,
+// two paths that differ only in letter case included.
 func walkFiles(root *os.Root) ([]File, error) {
 	var (
 		files   []File
 		entries int64
 		total   int64
+		names   = newCaseNames()
 	)
 	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -50,6 +52,9 @@ func walkFiles(root *os.Root) ([]File, error) {
 		}
 		if p == ManifestName || p == SignatureName {
 			return nil // the release's own documents, checked by their readers
+		}
+		if e := names.add(p); e != nil {
+			return e
 		}
 		if int64(len(files)) >= limits.files {
 			return refuse(CodeTooManyFiles, "", "the release has more than %d files; remove some", limits.files)

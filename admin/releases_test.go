@@ -1,0 +1,133 @@
+package admin_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/trust"
+)
+
+const zeroPin = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+// copyExample copies examples/NAME into a fresh directory.
+func copyExample(t *testing.T, name string) string {
+	t.Helper()
+	src := filepath.Join("..", "examples", name)
+	dst := filepath.Join(t.TempDir(), name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, fi.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// archiveOf packs the files of dir into a gzip-compressed tar the way an
+// old pack would have, without any check.
+func archiveOf(t *testing.T, dir string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: filepath.ToSlash(rel), Size: int64(len(data)), Mode: int64(fi.Mode().Perm())}); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "release.tar.gz")
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// requireNothingInstalled checks that a refused install left no release
+// directory, staging directory or revision behind.
+func requireNothingInstalled(t *testing.T, a *admin.Admin) {
+	t.Helper()
+	entries, _ := os.ReadDir(a.ReleasesDir())
+	for _, e := range entries {
+		t.Errorf("%s left in the releases directory", e.Name())
+	}
+	st, err := a.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Revision != nil {
+		t.Errorf("a refused install published revision %d", st.Revision.Number)
+	}
+}
+
+func requireCode(t *testing.T, err error, code trust.Code, message string) {
+	t.Helper()
+	var te *trust.Error
+	if !errors.As(err, &te) || te.Code != code {
+		t.Fatalf("err = %v, want a %s refusal", err, code)
+	}
+	if message != "" && err.Error() != message {
+		t.Fatalf("err = %q, want %q", err, message)
+	}
+}
+
+// TestInstallRefusesCaseDuplicates installs a release that has bin/greet
+// and bin/Greet, from a directory and from an archive: both are refused
+// with duplicate_entry before anything is installed.
+func TestInstallRefusesCaseDuplicates(t *testing.T) {
+	dir := copyExample(t, "greet")
+	if err := os.WriteFile(filepath.Join(dir, "bin", "Greet"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := `duplicate_entry: "bin/greet": "bin/Greet" and "bin/greet" differ only in letter case, which a case-insensitive file system cannot tell apart; rename one`
+	for _, src := range []struct{ name, path string }{{"directory", dir}, {"archive", archiveOf(t, dir)}} {
+		t.Run(src.name, func(t *testing.T) {
+			a := admin.New(t.TempDir())
+			_, err := a.Install(src.path, zeroPin)
+			requireCode(t, err, trust.CodeDuplicateEntry, want)
+			requireNothingInstalled(t, a)
+		})
+	}
+}
