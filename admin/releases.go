@@ -2,7 +2,6 @@ package admin
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -137,8 +136,15 @@ func hasFile(name string) bool {
 const stagingPrefix = ".staging-"
 
 // stage copies or unpacks the release at src into the empty dir staging.
+// src is opened without blocking, so a named pipe or device given as the
+// release (or swapped in for it) is refused rather than waited on.
 func stage(src, staging string) error {
-	fi, err := os.Stat(src)
+	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
@@ -146,96 +152,33 @@ func stage(src, staging string) error {
 	case fi.IsDir():
 		return copyRelease(src, staging)
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is neither a release archive nor a directory (%s)", src, fi.Mode().Type())
+		return fmt.Errorf("%s is neither a release archive nor a directory (%s)", src, kindOf(fi.Mode()))
 	}
-	f, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	return trust.Unpack(f, staging)
 }
 
-// copyRelease copies a release directory: every file BuildManifest finds
-// (which refuses symlinks, special files, setuid bits and unsafe names),
-// plus the manifest and signature when present. Verification then runs on
-// the copy, so what is verified is exactly what is installed — a file
-// added, renamed or changed after signing is caught there.
+// copyRelease copies a release directory (trust.CopyRelease): every file
+// BuildManifest finds, which refuses symlinks, special files, setuid bits
+// and unsafe names, plus the manifest and signature when present. Each
+// file must still be the regular file that was hashed when it is copied,
+// and is opened without blocking. Verification then runs on the copy, so
+// what is verified is exactly what is installed — a file added, renamed
+// or changed after signing is caught there.
 func copyRelease(src, dst string) error {
-	m, err := trust.BuildManifest(src)
-	if err != nil {
-		return err
-	}
-	names := []string{}
-	for _, extra := range []string{trust.ManifestName, trust.SignatureName} {
-		if fi, err := os.Lstat(filepath.Join(src, extra)); err == nil {
-			if !fi.Mode().IsRegular() {
-				return fmt.Errorf("%s in %s is not a regular file", extra, src)
-			}
-			names = append(names, extra)
-		}
-	}
-	for _, f := range m.Files {
-		names = append(names, f.Path)
-	}
-	from, err := os.OpenRoot(src)
-	if err != nil {
-		return err
-	}
-	defer from.Close()
-	to, err := os.OpenRoot(dst)
-	if err != nil {
-		return err
-	}
-	defer to.Close()
-	for _, name := range names {
-		if err := copyFile(from, to, name); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := trust.CopyRelease(src, dst)
+	return err
 }
 
-func readBounded(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("%s is larger than %d bytes", name, limit)
-	}
-	return data, err
-}
-
-func copyFile(from, to *os.Root, name string) error {
-	in, err := from.Open(name)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", name)
-	}
-	if dir := filepath.Dir(name); dir != "." {
-		if err := to.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	out, err := to.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm()&0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return m.Type().String()
 }
 
 // liveStaging holds the staging directories of installs running in this

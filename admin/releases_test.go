@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/trust"
@@ -130,4 +132,46 @@ func TestInstallRefusesCaseDuplicates(t *testing.T) {
 			requireNothingInstalled(t, a)
 		})
 	}
+}
+
+// installWithin runs a.Install and fails the test if it has not returned
+// after 10 s (an open that waits for a FIFO's writer never returns).
+func installWithin(t *testing.T, a *admin.Admin, src, pin string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Install(src, pin)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("install of %s hangs", src)
+		return nil
+	}
+}
+
+// TestInstallRefusesFIFO installs a release directory that holds a named
+// pipe, and a named pipe given as the release itself: both are refused
+// at once with a message that names the pipe, and nothing is installed.
+func TestInstallRefusesFIFO(t *testing.T) {
+	dir := copyExample(t, "greet")
+	if err := syscall.Mkfifo(filepath.Join(dir, "bin", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := admin.New(t.TempDir())
+	err := installWithin(t, a, dir, zeroPin)
+	requireCode(t, err, trust.CodeSpecialFile, `special_file: "bin/pipe": a named pipe, not a regular file; a release holds regular files and directories only, so remove it`)
+	requireNothingInstalled(t, a)
+
+	fifo := filepath.Join(t.TempDir(), "release.tar.gz")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = installWithin(t, a, fifo, zeroPin)
+	if want := fifo + " is neither a release archive nor a directory (a named pipe)"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	requireNothingInstalled(t, a)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"syscall"
 
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
@@ -37,7 +38,9 @@ func Load(dir string) (*Descriptor, error) {
 // readLimited reads at most limit+1 bytes, so that an oversize file is
 // reported as too large by the decoder without reading all of it.
 func readLimited(root *os.Root, name string, limit int) ([]byte, error) {
-	// Only a regular file: opening a FIFO or a device could block forever.
+	// Only a regular file: opening a FIFO or a device could block forever,
+	// so refuse what Lstat shows, and open without blocking in case the
+	// file is replaced by one in between.
 	fi, err := root.Lstat(name)
 	if err != nil {
 		return nil, err
@@ -45,11 +48,17 @@ func readLimited(root *os.Root, name string, limit int) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
 	}
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
+	}
 	return io.ReadAll(io.LimitReader(f, int64(limit)+1))
 }
 

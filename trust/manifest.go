@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -47,18 +48,25 @@ func BuildManifest(dir string) (*Manifest, error) {
 }
 
 func buildManifest(dir string) (*Manifest, *descriptor.Descriptor, error) {
+	m, d, _, err := scanRelease(dir)
+	return m, d, err
+}
+
+// scanRelease is buildManifest that also returns the Lstat of every file
+// listed (see walkFiles).
+func scanRelease(dir string) (*Manifest, *descriptor.Descriptor, map[string]fs.FileInfo, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open release directory: %w", err)
+		return nil, nil, nil, fmt.Errorf("open release directory: %w", err)
 	}
 	defer root.Close()
-	files, err := walkFiles(root)
+	files, infos, err := walkFiles(root)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	d, err := loadDescriptor(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	m := &Manifest{
 		Format:    ManifestFormat,
@@ -73,12 +81,12 @@ func buildManifest(dir string) (*Manifest, *descriptor.Descriptor, error) {
 		}
 	}
 	if e := m.validate(); e != nil {
-		return nil, nil, e
+		return nil, nil, nil, e
 	}
 	if n := len(m.Canonical()); int64(n) > limits.manifestBytes {
-		return nil, nil, refuse(CodeTooLarge, ManifestName, "the manifest would be %d bytes; the limit is %d, so ship fewer files or shorter paths", n, limits.manifestBytes)
+		return nil, nil, nil, refuse(CodeTooLarge, ManifestName, "the manifest would be %d bytes; the limit is %d, so ship fewer files or shorter paths", n, limits.manifestBytes)
 	}
-	return m, d, nil
+	return m, d, infos, nil
 }
 
 func loadDescriptor(dir string) (*descriptor.Descriptor, error) {

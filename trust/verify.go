@@ -142,7 +142,7 @@ func open(dir string) (*Release, error) {
 			return nil, err
 		}
 	}
-	files, err := walkFiles(root)
+	files, _, err := walkFiles(root)
 	if err != nil {
 		return nil, err
 	}

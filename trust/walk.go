@@ -16,15 +16,17 @@ import (
 // walkFiles lists every regular file under root except the manifest and
 // signature at its top, with size, mode and SHA-256, sorted by path. It
 // follows no symbolic link and refuses everything a release may not hold,
-// two paths that differ only in letter case included.
-func walkFiles(root *os.Root) ([]File, error) {
+// two paths that differ only in letter case included. infos holds what
+// Lstat said of each file listed, so that a later open can require the
+// very file that was hashed.
+func walkFiles(root *os.Root) (files []File, infos map[string]fs.FileInfo, err error) {
 	var (
-		files   []File
 		entries int64
 		total   int64
 		names   = newCaseNames()
 	)
-	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	infos = map[string]fs.FileInfo{}
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
@@ -70,13 +72,14 @@ func walkFiles(root *os.Root) ([]File, error) {
 			return err
 		}
 		files = append(files, File{Path: p, Size: fi.Size(), Mode: modeString(fi.Mode()), SHA256: sum})
+		infos[p] = fi
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	return files, nil
+	return files, infos, nil
 }
 
 // checkFileMode refuses every file type but regular files and
@@ -88,7 +91,7 @@ func checkFileMode(p string, m fs.FileMode) *Error {
 	case m.IsDir():
 		return nil
 	case !m.IsRegular():
-		return refuse(CodeSpecialFile, p, "%s is not a regular file; remove it", m.Type())
+		return refuse(CodeSpecialFile, p, "%s, not a regular file; a release holds regular files and directories only, so remove it", kindOf(m))
 	case m&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0:
 		return refuse(CodeSetuid, p, "file has a setuid, setgid or sticky bit; clear it with chmod")
 	}
@@ -105,20 +108,13 @@ func modeString(m fs.FileMode) string {
 
 // hashFile returns the hex SHA-256 of regular file p, whose Lstat is fi,
 // copying the content to w when w is not nil. The file opened must be the
-// one fi describes, and must hold exactly fi.Size() bytes.
+// one fi describes (openSame), and must hold exactly fi.Size() bytes.
 func hashFile(root *os.Root, p string, fi fs.FileInfo, w io.Writer) (string, error) {
-	f, err := root.Open(p)
+	f, err := openSame(root, p, fi)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", p, err)
+		return "", err
 	}
 	defer f.Close()
-	ofi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", p, err)
-	}
-	if !os.SameFile(fi, ofi) || !ofi.Mode().IsRegular() {
-		return "", refuse(CodeFileChanged, p, "file was replaced while it was read; try again")
-	}
 	h := sha256.New()
 	var dst io.Writer = h
 	if w != nil {
@@ -131,6 +127,63 @@ func hashFile(root *os.Root, p string, fi fs.FileInfo, w io.Writer) (string, err
 		return "", fmt.Errorf("read %s: %w", p, err)
 	}
 	return hexSum(h), nil
+}
+
+// openSame opens the release file p without following a symbolic link
+// and without blocking (openNoFollow), and requires it to be the very
+// regular file fi, its Lstat, describes: the same device, inode and size.
+// A file replaced in between — by a named pipe that would block a reader
+// forever, a link, or another file — is file_changed.
+func openSame(root *os.Root, p string, fi fs.FileInfo) (*os.File, error) {
+	f, err := openNoFollow(root, p)
+	var nr *notRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, refuse(CodeFileChanged, p, "file was replaced while the release was read (it is now %s); try again", nr.kind)
+	case errors.Is(err, errLink):
+		return nil, refuse(CodeFileChanged, p, "file was replaced while the release was read (its path now holds a symbolic link); try again")
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	ofi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if !os.SameFile(fi, ofi) || !ofi.Mode().IsRegular() {
+		f.Close()
+		return nil, refuse(CodeFileChanged, p, "file was replaced while the release was read (by another file); try again")
+	}
+	if ofi.Size() != fi.Size() {
+		f.Close()
+		return nil, refuse(CodeFileChanged, p, "file changed size while it was read; try again")
+	}
+	return f, nil
+}
+
+// errLink: a component of a path turned out to be a symbolic link.
+var errLink = errors.New("a symbolic link in the path")
+
+// notRegularError: the path opened is not a regular file.
+type notRegularError struct{ kind string }
+
+func (e *notRegularError) Error() string { return "the file is " + e.kind }
+
+// kindOf names the type of a file that is not a regular one.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 var errSizeChanged = errors.New("size changed")
