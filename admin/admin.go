@@ -145,6 +145,7 @@ func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c 
 	var res *Result
 	var cand *Candidate
 	err := a.Store.Update(func(tx *store.Tx) error {
+		a.sweepReleases(tx)
 		cur, c, err := activeCandidate(tx)
 		if err != nil {
 			return err

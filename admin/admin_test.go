@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,14 @@ import (
 // The test binary doubles as a helper process that installs a release, so
 // tests can kill a real install at any moment.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("RUKH_TEST_CRASH_INSTALL"); dir != "" {
+		// Installs once and is killed (SIGKILL) right after the install
+		// moved its verified copy into place, before it commits.
+		admin.SetHookAfterRename(func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) })
+		_, err := admin.New(dir).Install(os.Getenv("RUKH_TEST_INSTALL_SRC"), os.Getenv("RUKH_TEST_INSTALL_PIN"))
+		fmt.Fprintln(os.Stderr, "not killed:", err)
+		os.Exit(3)
+	}
 	if dir := os.Getenv("RUKH_TEST_INSTALL_HELPER"); dir != "" {
 		a := admin.New(dir)
 		for {

@@ -97,6 +97,9 @@ func (a *Admin) Install(src, pin string) (*InstallResult, error) {
 			if err := os.Rename(staging, final); err != nil {
 				return err
 			}
+			if hookAfterRename != nil {
+				hookAfterRename() // tests: a crash here leaves an orphan
+			}
 			if existing == nil {
 				c.undo = append(c.undo, func() { removeTree(final) })
 			}
@@ -188,8 +191,55 @@ var (
 	stagingMu   sync.Mutex // a sweep never sees a staging dir not yet registered
 )
 
+// hookAfterRename, when set (by tests), runs right after an install has
+// moved its verified copy into place and before its transaction commits.
+var hookAfterRename func()
+
+// sweepReleases removes, inside an owner change's transaction and so under
+// the store's lock, every release directory that no stored release record
+// names — what an install killed after moving its copy into place, or a
+// remove killed before deleting the files, left behind — and the staging
+// directories of installs that are gone. Only directories named by a
+// digest are release directories; anything else is left alone. Under the
+// lock no install is between its rename and its commit, so a directory
+// without a record is an orphan. Sweeping is best effort: a directory
+// that cannot be removed now is tried again at the next change.
+func (a *Admin) sweepReleases(tx *store.Tx) {
+	stagingMu.Lock()
+	a.removeStaleStaging()
+	stagingMu.Unlock()
+	entries, err := os.ReadDir(a.ReleasesDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !isHexDigest(e.Name()) {
+			continue
+		}
+		rel, err := tx.Release("sha256:" + e.Name())
+		if err != nil || rel != nil {
+			continue // referenced, or unknown: keep
+		}
+		removeTree(filepath.Join(a.ReleasesDir(), e.Name()))
+	}
+}
+
+// isHexDigest reports whether name is 64 lowercase hex digits, the name of
+// a release directory.
+func isHexDigest(name string) bool {
+	if len(name) != 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // removeStaleStaging removes staging directories whose installing process
-// is gone (killed mid-install).
+// is gone (killed mid-install). The caller holds stagingMu.
 func (a *Admin) removeStaleStaging() {
 	entries, _ := os.ReadDir(a.ReleasesDir())
 	for _, e := range entries {

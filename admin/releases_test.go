@@ -7,7 +7,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -174,4 +178,115 @@ func TestInstallRefusesFIFO(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 	requireNothingInstalled(t, a)
+}
+
+// crashInstall runs an install of src in a helper process that is killed
+// (SIGKILL) right after it moved its copy to releases/<sha>, before its
+// transaction commits, and returns that directory: an orphan.
+func crashInstall(t *testing.T, dataDir, src string) string {
+	t.Helper()
+	pin := pinOf(t, src)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "RUKH_TEST_CRASH_INSTALL="+dataDir, "RUKH_TEST_INSTALL_SRC="+src, "RUKH_TEST_INSTALL_PIN="+pin)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the install was not killed at the crash point: %v\n%s", err, out)
+	}
+	orphan := filepath.Join(dataDir, "releases", strings.TrimPrefix(pin, "sha256:"))
+	if _, err := os.Stat(filepath.Join(orphan, "rukh-extension.json")); err != nil {
+		t.Fatalf("the killed install left no release directory: %v", err)
+	}
+	a := admin.New(dataDir)
+	st, err := a.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Releases {
+		if r.Digest == pin {
+			t.Fatalf("the killed install committed release %s", pin)
+		}
+	}
+	return orphan
+}
+
+// releaseDirs lists the entries of the releases directory.
+func releaseDirs(t *testing.T, a *admin.Admin) []string {
+	t.Helper()
+	entries, err := os.ReadDir(a.ReleasesDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestOrphanSwept kills installs right after their rename, leaving
+// releases/<sha> without a record, and checks that the next owner change
+// of any kind — an install of another release, a profile apply, a remove —
+// removes the orphan under the store's lock, while release directories
+// that records name, and entries that are not release directories, stay.
+func TestOrphanSwept(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills real processes")
+	}
+	dataDir := t.TempDir()
+	a := admin.New(dataDir)
+	greet := copyExample(t, "greet")
+	deploy := copyExample(t, "deploy")
+	deployDir := filepath.Join(a.ReleasesDir(), strings.TrimPrefix(pinOf(t, deploy), "sha256:"))
+	// Not release directories: never touched.
+	for _, keep := range []string{"notes", strings.Repeat("A", 64)} {
+		if err := os.MkdirAll(filepath.Join(a.ReleasesDir(), keep), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keepFile := filepath.Join(a.ReleasesDir(), strings.Repeat("b", 64))
+	if err := os.WriteFile(keepFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept := []string{strings.Repeat("A", 64), strings.Repeat("b", 64), "notes"}
+
+	steps := []struct {
+		name   string
+		change func() error
+		want   []string // besides kept
+	}{
+		{"install of another release", func() error { _, err := a.Install(deploy, pinOf(t, deploy)); return err },
+			[]string{filepath.Base(deployDir)}},
+		{"profile apply", func() error { _, _, err := a.ApplyProfile(profileJSON("swept")); return err },
+			[]string{filepath.Base(deployDir)}},
+		{"remove", func() error { _, _, err := a.Remove("acme.deploy"); return err }, nil},
+	}
+	for _, step := range steps {
+		orphan := crashInstall(t, dataDir, greet)
+		if err := step.change(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if _, err := os.Stat(orphan); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("after %s the orphan %s is still there (%v)", step.name, filepath.Base(orphan), err)
+		}
+		want := append(append([]string(nil), kept...), step.want...)
+		sort.Strings(want)
+		if got := releaseDirs(t, a); !slices.Equal(got, want) {
+			t.Fatalf("after %s the releases directory holds %v, want %v", step.name, got, want)
+		}
+		checkStore(t, a)
+	}
+	// A change that is refused sweeps too: the store stays as it was.
+	orphan := crashInstall(t, dataDir, greet)
+	if _, err := a.Deactivate("acme.nosuch"); err == nil {
+		t.Fatal("deactivating an unknown package succeeded")
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after a refused change the orphan is still there (%v)", err)
+	}
+	// And the release whose install was killed installs cleanly.
+	if _, err := a.Install(greet, pinOf(t, greet)); err != nil {
+		t.Fatal(err)
+	}
+	checkStore(t, a)
 }
