@@ -11,7 +11,7 @@ FUZZTIME ?= 60s
 STAMP    ?= $(shell git ls-files -co --exclude-standard '*.go' go.mod go.sum 2>/dev/null | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 LDFLAGS  := -X github.com/rukh-cli/rukh/internal/buildid.stamp=$(STAMP)
 
-.PHONY: all build demo test vet fuzz bench clean
+.PHONY: all build demo test vet fuzz bench soak clean
 .PHONY: deb
 
 all: build
@@ -40,6 +40,11 @@ vet:
 deb:
 	cd packaging && $(GO) run -mod=mod ./cmd/mkdeb -root $(CURDIR) -o $(CURDIR) -stamp '$(STAMP)'
 
+# The store lock under contention at full size: 200 concurrent calls and
+# 20 owner loops (docs/benchmarks.md); make test runs 100 and 10.
+soak:
+	RUKH_SOAK=1 $(GO) test -count=1 -run='^TestContention' -v ./tests/
+
 # Each fuzz target for FUZZTIME (go test fuzzes one target at a time).
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./descriptor/
@@ -59,6 +64,11 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/ ./store/ ./projection/ ./extproto/ ./invoke/ ./mcp/guard/ ./wire/
 	$(GO) test -run='^$$' -bench=BenchmarkCLI -benchtime=40x -count=5 ./tests/
 	$(GO) test -run='^$$' -bench='BenchmarkList|BenchmarkCall' -benchtime=20x -count=5 ./mcp/
+
+# 10,000 MCP calls across 20 sessions with kill -9 of children and of
+# rukh mcp processes and profile changes under them (tests/soak_test.go).
+soak:
+	$(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 30m ./tests/
 
 clean:
 	rm -rf $(BIN) $(DEMOHOME)
