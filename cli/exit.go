@@ -24,7 +24,7 @@ const (
 )
 
 // OutcomeStatus maps an invocation's outcome to the exit status
-// (DESIGN §5): the one place the CLI decides it.
+// (docs/architecture.md §5): the one place the CLI decides it.
 func OutcomeStatus(o *invoke.Outcome) int {
 	switch o.Outcome {
 	case invoke.Succeeded:

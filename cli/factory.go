@@ -1,6 +1,6 @@
 // Package cli is the command-line presentation of Rukh: the cobra tree of
-// built-in commands (and, later, installed extension commands), output
-// formatting and the one table of exit codes.
+// built-in commands and of the installed extension commands of the active
+// revision, output formatting and the one table of exit codes.
 package cli
 
 import (

@@ -7,8 +7,9 @@ import (
 	"github.com/rukh-cli/rukh/descriptor"
 )
 
-// TestAdministrativeFence keeps the fence an allowlist (DESIGN I5 as
-// docs/adr/0004-containment.md builds it): MCP tools come only from
+// TestAdministrativeFence keeps the fence an allowlist (invariant I5,
+// docs/architecture.md, as docs/adr/0004-containment.md builds it): MCP
+// tools come only from
 // installed extension commands, and no extension may take a built-in's
 // route, so no built-in — trust, ext install, profile apply, daemon … —
 // can ever become a tool or be shadowed, whatever a profile says. Every

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// TestOnlyTheHost keeps the seam of DESIGN §3: commands reach the core
+// TestOnlyTheHost keeps the seam of docs/architecture.md §3 (invariant
+// I1): commands reach the core
 // only through client.Host, never by opening the store or building an
 // admin or invocation core of their own.
 func TestOnlyTheHost(t *testing.T) {

@@ -71,7 +71,8 @@ type Command struct {
 	Machine     Machine
 	Access      []Access
 	Effects     Effects
-	// Eligibility is computed by Decode from the rules of DESIGN I2.
+	// Eligibility is computed by Decode from the rules of invariant I2
+	// (docs/architecture.md).
 	Eligibility Eligibility
 }
 
@@ -167,8 +168,8 @@ type Effects struct {
 	OpenWorld  *bool // nil when not declared (MCP then assumes an open world)
 }
 
-// Eligibility is whether a command can become an MCP tool (DESIGN I2),
-// and if not, every reason why.
+// Eligibility is whether a command can become an MCP tool (invariant I2,
+// docs/architecture.md), and if not, every reason why.
 type Eligibility struct {
 	Eligible bool
 	Reasons  []Reason

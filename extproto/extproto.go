@@ -1,13 +1,13 @@
 // Package extproto is the rukh.ipc/1 channel between the host and an
 // extension process: strict, bounded, newline-delimited JSON frames.
 //
-// The format is pinned by DESIGN §6 and explained for extension authors in
-// docs/extensions.md. The host starts the child with one end of a
-// socketpair as descriptor FD and the environment variables EnvFD,
-// EnvToken, EnvInvocationID and EnvCommand. It writes one invoke frame
-// (Invoke.AppendFrame); the child answers with any number of progress
-// frames and exactly one complete frame, which the host reads with a
-// Reader. The child reads its invoke frame with ReadInvoke.
+// The format is pinned by docs/architecture.md §6 and explained for
+// extension authors in docs/extensions.md. The host starts the child with
+// one end of a socketpair as descriptor FD and the environment variables
+// EnvFD, EnvToken, EnvInvocationID and EnvCommand. It writes one invoke
+// frame (Invoke.AppendFrame); the child answers with any number of
+// progress frames and exactly one complete frame, which the host reads
+// with a Reader. The child reads its invoke frame with ReadInvoke.
 //
 // Every frame is one line: a JSON object followed by "\n", at most
 // MaxFrame bytes without the newline, parsed by internal/strictjson

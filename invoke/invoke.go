@@ -18,7 +18,7 @@ import (
 	"github.com/rukh-cli/rukh/store"
 )
 
-// The outcomes of an invocation (DESIGN I10).
+// The outcomes of an invocation (invariant I10, docs/architecture.md).
 const (
 	Succeeded       = "succeeded"
 	CommandFailed   = "command_failed"
@@ -27,7 +27,7 @@ const (
 	Cancelled       = "cancelled"
 )
 
-// The closed vocabulary of reasons (DESIGN §5).
+// The closed vocabulary of reasons (docs/architecture.md §5).
 const (
 	ReasonInvalidInput        = "invalid_input"
 	ReasonDenied              = "denied"

@@ -398,7 +398,8 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// envelope is the closed core-owned result of a call (DESIGN §7).
+// envelope is the closed core-owned result of a call
+// (docs/architecture.md §7).
 type envelope struct {
 	InvocationID  string         `json:"invocationId"`
 	Outcome       string         `json:"outcome"`

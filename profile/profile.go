@@ -22,7 +22,7 @@ import (
 )
 
 // Profile is one owner configuration. The JSON names are pinned by
-// DESIGN §7.
+// docs/architecture.md §7.
 type Profile struct {
 	EndpointNamespace string          `json:"endpointNamespace"`
 	CLI               CLI             `json:"cli"`
@@ -161,8 +161,8 @@ func Parse(data []byte) (*Profile, error) {
 type shape map[string]shape
 
 var (
-	ruleShape    = shape{"action": nil, "resource": nil}
-	taskShape    = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": {"*": ruleShape},
+	ruleShape = shape{"action": nil, "resource": nil}
+	taskShape = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": {"*": ruleShape},
 		"cpuSeconds": nil, "memoryBytes": nil, "openFiles": nil, "processes": nil}
 	profileShape = shape{
 		"endpointNamespace": nil,

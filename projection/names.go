@@ -19,7 +19,7 @@ const MaxRevision = 1<<53 - 1
 
 // Slug lengths and fingerprint lengths of the two namings.
 const (
-	FullSlug           = 48 // DESIGN §9
+	FullSlug           = 48 // docs/architecture.md §9
 	CompactSlug        = 18
 	CompactFingerprint = 32 // hex characters: the first 128 bits
 )
@@ -29,11 +29,12 @@ const (
 //
 //	["rukh.mcp-tool/1", namespace, revision, identity]
 //
-// (DESIGN I7). The revision is a JSON number, written as its decimal
-// digits: for revisions up to MaxRevision that is exactly its RFC 8785
-// form. Strings are written as RFC 8785 requires: only '"', '\\' and
-// control characters below U+0020 are escaped (\b \t \n \f \r, else
-// \u00hh in lowercase hex); invalid UTF-8 is replaced by U+FFFD first.
+// (invariant I7, docs/architecture.md). The revision is a JSON number,
+// written as its decimal digits: for revisions up to MaxRevision that is
+// exactly its RFC 8785 form. Strings are written as RFC 8785 requires:
+// only '"', '\\' and control characters below U+0020 are escaped (\b \t
+// \n \f \r, else \u00hh in lowercase hex); invalid UTF-8 is replaced by
+// U+FFFD first.
 func Fingerprint(namespace string, revision uint64, identity string) string {
 	sum := sha256.Sum256(fingerprintInput(namespace, revision, identity))
 	return hex.EncodeToString(sum[:])

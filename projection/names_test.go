@@ -165,7 +165,8 @@ func TestToolNameLengths(t *testing.T) {
 }
 
 // TestNamesChangeWithRevision: the revision is in the fingerprint, so no
-// name of one revision is a name of another (DESIGN I7).
+// name of one revision is a name of another (invariant I7,
+// docs/architecture.md).
 func TestNamesChangeWithRevision(t *testing.T) {
 	for _, naming := range []Naming{Full, Compact} {
 		seen := make(map[string]uint64)

@@ -5,7 +5,8 @@
 // Build is pure: it reads the descriptors it is given, runs no extension
 // code and touches no disk, so the same Input always gives the same
 // Projection. It checks what a revision must satisfy before it is
-// published (DESIGN I6) and reports every problem at once. A Projection
+// published (invariant I6, docs/architecture.md) and reports every
+// problem at once. A Projection
 // is immutable once built; callers share it and must not modify it.
 // docs/projection.md describes naming, exposure, the output envelope and
 // the catalog hash.
@@ -31,7 +32,7 @@ type Naming string
 
 // The namings.
 const (
-	Full    Naming = "full"    // slug ≤ 48 + "__" + 64 hex: DESIGN I7 exactly
+	Full    Naming = "full"    // slug ≤ 48 + "__" + 64 hex: invariant I7 exactly
 	Compact Naming = "compact" // slug ≤ 18 + "__" + 32 hex: fits clients that allow 64 characters
 )
 

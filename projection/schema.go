@@ -7,8 +7,8 @@ import (
 	"github.com/rukh-cli/rukh/resultschema"
 )
 
-// Outcomes are the committed outcomes of an invocation (DESIGN I10), in
-// the order the output schema lists them.
+// Outcomes are the committed outcomes of an invocation (invariant I10,
+// docs/architecture.md), in the order the output schema lists them.
 var Outcomes = []string{"succeeded", "command_failed", "execution_failed", "rejected", "cancelled"}
 
 const (
@@ -29,8 +29,8 @@ const (
 )
 
 // OutputSchema returns the MCP outputSchema of a command with the declared
-// result r: the closed core envelope of DESIGN §7, as compact JSON Schema
-// 2020-12 (keys in the order shown):
+// result r: the closed core envelope of docs/architecture.md §7, as
+// compact JSON Schema 2020-12 (keys in the order shown):
 //
 //	{"type":"object","properties":{
 //	  "invocationId":{"type":"string"},

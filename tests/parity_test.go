@@ -60,11 +60,11 @@ var echoDescriptor = `{"schema":"rukh.extension/2","package":"test.echo","versio
 
 // TestParity runs one table of intents through the CLI and through MCP
 // and requires the same outcome and, on success, the same typed inputs as
-// the command received them (stitchkit seed: CLI ≡ MCP). Both doors are
-// what a person and an agent run — the rukh binary and a `rukh mcp`
-// process driven by the go-sdk client — in process and through rukhd
-// (forEachHost); both hosts must give each case the same result, exit
-// status, output and messages alike.
+// the command received them (invariant I3, docs/architecture.md). Both
+// doors are what a person and an agent run — the rukh binary and a
+// `rukh mcp` process driven by the go-sdk client — in process and through
+// rukhd (forEachHost); both hosts must give each case the same result,
+// exit status, output and messages alike.
 func TestParity(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the echo extension needs python3 (.ci/run installs it)")

@@ -35,8 +35,9 @@ func (m Map) Equal(o Map) bool {
 	return true
 }
 
-// AppendJSON appends m as the inputs member of the invoke frame (DESIGN
-// §6): {"<id>":{"value":…,"explicit":true|false},…} with IDs in byte order.
+// AppendJSON appends m as the inputs member of the invoke frame
+// (docs/architecture.md §6): {"<id>":{"value":…,"explicit":true|false},…}
+// with IDs in byte order.
 func (m Map) AppendJSON(buf []byte) []byte {
 	ids := make([]string, 0, len(m))
 	for id := range m {

@@ -102,8 +102,9 @@ type Limits struct {
 	Stall         time.Duration // a partial line or a blocked write, from its first byte
 }
 
-// DefaultLimits returns the limits of DESIGN §9: 1 MiB in, 2 MiB out, depth
-// 32, 4,096 members, 32 messages or 4 MiB queued, 2 s stall.
+// DefaultLimits returns the limits of docs/architecture.md §9: 1 MiB in,
+// 2 MiB out, depth 32, 4,096 members, 32 messages or 4 MiB queued, 2 s
+// stall.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxMessage:    1 << 20,
