@@ -121,12 +121,7 @@ func daemonError(d *thin.Dialer, err error) error {
 }
 
 func daemonStatus(ctx context.Context, d *thin.Dialer) (*wire.DaemonStatus, error) {
-	s, err := d.Dial(ctx)
-	if err != nil {
-		return nil, daemonError(d, err)
-	}
-	defer s.Close()
-	m, err := s.Do(ctx, &wire.Msg{Status: &wire.Status{}}, nil, nil, nil)
+	m, err := d.Manage(ctx, &wire.Msg{Status: &wire.Status{}})
 	if err != nil {
 		return nil, daemonError(d, err)
 	}
@@ -142,6 +137,10 @@ func daemonStart(ctx context.Context, f *Factory) error {
 		return err
 	}
 	if st, err := daemonStatus(ctx, d); err == nil {
+		if st.Build != d.Build {
+			return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd is already running (pid %d) but is build %s, not this %s's %s; `%s daemon restart` replaces it",
+				f.Name, st.PID, st.Build, f.Name, d.Build, f.Name)}
+		}
 		fmt.Fprintf(f.IO.ErrOut, "%sd is already running (pid %d)\n", f.Name, st.PID)
 		return nil
 	}
@@ -212,7 +211,8 @@ func daemonStop(ctx context.Context, f *Factory) error {
 	if err != nil {
 		return err
 	}
-	s, err := d.Dial(ctx)
+	// Manage, not Dial: a daemon of another build is stopped too.
+	st, err := d.Manage(ctx, &wire.Msg{Status: &wire.Status{}})
 	if errors.Is(err, thin.ErrNoDaemon) {
 		fmt.Fprintf(f.IO.ErrOut, "%sd is not running\n", f.Name)
 		return nil
@@ -220,10 +220,11 @@ func daemonStop(ctx context.Context, f *Factory) error {
 	if err != nil {
 		return daemonError(d, err)
 	}
-	pid := s.Daemon.PID
-	_, err = s.Do(ctx, &wire.Msg{Stop: &wire.Stop{}}, nil, nil, nil)
-	s.Close()
-	if err != nil {
+	if st.Daemon == nil {
+		return &ExitError{Status: ExitTempFail, Err: errors.New("the daemon answered status with something else")}
+	}
+	pid := st.Daemon.PID
+	if _, err := d.Manage(ctx, &wire.Msg{Stop: &wire.Stop{}}); err != nil {
 		return daemonError(d, err)
 	}
 	// Stopped means: nothing answers on the socket any more and the

@@ -234,6 +234,16 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBuildMismatch,
 			"%sd runs build %s but this %s is build %s; run `%s daemon restart` to serve this build, or use the matching binary",
 			s.Name, s.Build, s.Name, m.Hello.Build, s.Name)})
+		// It may still ask how the daemon is or tell it to stop
+		// (thin.Dialer.Manage), so that `daemon restart` can replace a
+		// daemon of another build, as the message says.
+		uc.SetReadDeadline(time.Now().Add(helloWait))
+		req, files, err := c.Receive()
+		uc.SetReadDeadline(time.Time{})
+		closeAll(files)
+		if err == nil && (req.Status != nil || req.Stop != nil) {
+			s.serveRequest(ctx, c, req, nil)
+		}
 		return
 	case s.stopping.Load():
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeShuttingDown, "%sd is stopping", s.Name)})

@@ -60,13 +60,37 @@ type Session struct {
 	c      *wire.Conn
 	socket string
 	Daemon wire.Hello // what the daemon said of itself
+	// refused is a daemon's build_mismatch, for a session that may still
+	// send Status or Stop (Manage).
+	refused *wire.Error
 }
 
 // Dial connects and exchanges hellos. It returns ErrNoDaemon when no
 // daemon listens, *wire.Error when the daemon refuses this client (another
 // build, a daemon that is stopping), and *Error when the socket is not the
 // user's own or the daemon does not answer in time.
-func (d *Dialer) Dial(ctx context.Context) (*Session, error) {
+func (d *Dialer) Dial(ctx context.Context) (*Session, error) { return d.dial(ctx, false) }
+
+// Manage sends one Status or Stop request and returns the daemon's
+// answer. Unlike Dial it also reaches a daemon of another build, which
+// refuses work with build_mismatch but still answers these two on the
+// same connection: `daemon status|stop|restart` must work across builds.
+func (d *Dialer) Manage(ctx context.Context, req *wire.Msg) (*wire.Msg, error) {
+	s, err := d.dial(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	m, err := s.Do(ctx, req, nil, nil, nil)
+	if err != nil && s.refused != nil {
+		return nil, s.refused // a daemon that answers nothing after refusing
+	}
+	return m, err
+}
+
+// dial is Dial; with otherBuild, a build_mismatch refusal leaves the
+// session open, with the refusal in s.refused.
+func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 	fi, err := os.Lstat(d.Socket)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNoDaemon
@@ -109,6 +133,9 @@ func (d *Dialer) Dial(ctx context.Context) (*Session, error) {
 			err = fmt.Errorf("no answer within %s; the daemon is hung: see `%s daemon status`, or kill it", HelloTimeout, d.Name)
 		}
 		return nil, &Error{Socket: d.Socket, Op: "hello", Err: err}
+	case m.Error != nil && otherBuild && m.Error.Code == wire.CodeBuildMismatch:
+		s.refused = m.Error
+		return s, nil
 	case m.Error != nil:
 		s.c.Close()
 		return nil, m.Error
