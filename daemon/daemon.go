@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -394,6 +396,14 @@ func (w diagWriter) Write(p []byte) (int, error) {
 func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, onStart func(string)) int {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
+	// The command line must mean the same files here as in the client: a
+	// daemon started with another environment (RUKH_HOME, XDG_*) that
+	// listens on this client's socket would run it on another store.
+	if p, err := paths.Resolve(s.Name, lookupEnv(e.Env)); err != nil || !sameDirs(p, s.Paths) {
+		fmt.Fprintf(files[2], "%s: %sd (pid %d) serves %s, but this %s's environment names %s; start %sd with the same %s or XDG_* variables, or run `%s daemon stop`\n",
+			s.Name, s.Name, os.Getpid(), dirs(s.Paths, nil), s.Name, dirs(p, err), s.Name, paths.HomeEnv(s.Name), s.Name)
+		return cli.ExitTempFail
+	}
 	f := &cli.Factory{
 		Name:         s.Name,
 		IO:           cli.IOStreams{In: files[0], Out: files[1], ErrOut: files[2]},
@@ -406,6 +416,50 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, onSta
 		HostNote:     fmt.Sprintf("daemon: %sd pid %d at %s", s.Name, os.Getpid(), s.Paths.Socket(s.Name)),
 	}
 	return cli.Execute(ctx, f, e.Args)
+}
+
+// sameDirs reports whether a and b name the same directories, however
+// spelled (a symlinked home).
+func sameDirs(a, b paths.Paths) bool {
+	return sameDir(a.Data, b.Data) && sameDir(a.Config, b.Config) && sameDir(a.Runtime, b.Runtime)
+}
+
+// sameDir reports whether x and y are the same directory, or would be
+// once created.
+func sameDir(x, y string) bool {
+	if x == y {
+		return true
+	}
+	fx, errx := os.Stat(x)
+	fy, erry := os.Stat(y)
+	switch {
+	case errx == nil && erry == nil:
+		return os.SameFile(fx, fy)
+	case errors.Is(errx, fs.ErrNotExist) && errors.Is(erry, fs.ErrNotExist) && filepath.Base(x) == filepath.Base(y):
+		return filepath.Dir(x) != x && sameDir(filepath.Dir(x), filepath.Dir(y))
+	}
+	return false
+}
+
+// dirs describes p for a message, or the error that p could not be
+// resolved.
+func dirs(p paths.Paths, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("data %s, config %s, runtime %s", p.Data, p.Config, p.Runtime)
+}
+
+// lookupEnv looks a variable up in env ("KEY=value" pairs; the last wins).
+func lookupEnv(env []string) func(string) string {
+	return func(key string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+				return v
+			}
+		}
+		return ""
+	}
 }
 
 func (s *Server) status() *wire.DaemonStatus {
