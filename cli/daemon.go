@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -231,11 +232,26 @@ func daemonStop(ctx context.Context, f *Factory) error {
 	// process is gone (so the store's lock is free).
 	for end := time.Now().Add(daemonStopWait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		_, err := d.Dial(ctx)
-		gone := pid == os.Getpid() || syscall.Kill(pid, 0) != nil
+		gone := pid == os.Getpid() || !running(pid)
 		if errors.Is(err, thin.ErrNoDaemon) && gone {
 			fmt.Fprintf(f.IO.ErrOut, "%sd stopped (pid %d)\n", f.Name, pid)
 			return nil
 		}
 	}
 	return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd (pid %d) is still running %s after it was asked to stop", f.Name, pid, daemonStopWait)}
+}
+
+// running reports whether process pid runs. A zombie does not: it has
+// exited (its lock is free) and waits for a parent to reap it, which a
+// container's init may never do.
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')') // the name before it may hold anything
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
