@@ -1,0 +1,1073 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/thin"
+	"github.com/rukh-cli/rukh/wire"
+)
+
+// The stamps the daemon tests link into their binaries: every binary of
+// the shared set is build B; one extra rukhd is build A.
+const (
+	dtStampVar = "github.com/rukh-cli/rukh/internal/buildid.stamp"
+	dtStampA   = "daemon-test-A"
+	dtStampB   = "daemon-test-B"
+)
+
+// dtHangGuard bounds every wait of these tests: far longer than anything
+// should take, so only a hang trips it.
+const dtHangGuard = 60 * time.Second
+
+// dtPeekEnv makes this test binary, started as another user by the
+// OtherUser test, connect to the socket it names, print the first frame
+// the daemon sends ("CODE: MESSAGE") and exit, before any test runs.
+const dtPeekEnv = "RUKH_DAEMON_TEST_PEEK"
+
+// dtReaperEnv makes this test binary a child subreaper that never reaps
+// an orphan — a container's init at its laziest — and run
+// `$dtReaperEnv daemon start` and then `… daemon stop` under it, printing
+// each exit status.
+const dtReaperEnv = "RUKH_DAEMON_TEST_REAPER"
+
+func init() {
+	if sock := os.Getenv(dtPeekEnv); sock != "" {
+		os.Exit(dtPeek(sock))
+	}
+	if rukh := os.Getenv(dtReaperEnv); rukh != "" {
+		os.Exit(dtLazyReaper(rukh))
+	}
+}
+
+func dtLazyReaper(rukh string) int {
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		fmt.Println("prctl:", errno)
+		return 1
+	}
+	for _, args := range [][]string{{"daemon", "start"}, {"daemon", "stop"}} {
+		cmd := exec.Command(rukh, args...)
+		cmd.Stderr = os.Stdout
+		cmd.Run() // waits for rukh's pid only: the orphaned rukhd stays a zombie once it exits
+		fmt.Printf("%s: exit %d\n", strings.Join(args, " "), cmd.ProcessState.ExitCode())
+	}
+	return 0
+}
+
+func dtPeek(sock string) int {
+	c, err := net.DialTimeout("unix", sock, 10*time.Second)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return 1
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	m, err := wire.Read(c)
+	switch {
+	case err != nil:
+		fmt.Println("read:", err)
+		return 1
+	case m.Error == nil:
+		fmt.Println("not an error frame")
+		return 1
+	}
+	fmt.Printf("%s: %s\n", m.Error.Code, m.Error.Message)
+	return 0
+}
+
+// dtBins are the binaries every daemon test runs, built once.
+type dtBins struct {
+	dir    string // rukh and rukhd of build B
+	rukh   string
+	rukhd  string
+	build  string // build B's id
+	rukhdA string // rukhd of build A, in a directory of its own
+	buildA string
+}
+
+// TestDaemon runs real rukhd processes — started by hand, by
+// `rukh daemon start` and by systemd-socket-activate — against real rukh
+// clients, each subtest with its own RUKH_HOME, and checks exit statuses,
+// messages, invocation records and which process ran each command (an
+// extension that reports its $PPID).
+func TestDaemon(t *testing.T) {
+	b := dtBuild(t)
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T, *dtBins)
+	}{
+		{"SocketActivation", testDaemonSocketActivation},
+		{"OtherUser", testDaemonOtherUser},
+		{"KilledMidCall", testDaemonKilledMidCall},
+		{"RestartUnderMCP", testDaemonRestartUnderMCP},
+		{"BuildMismatch", testDaemonBuildMismatch},
+		{"ReplacedBinary", testDaemonReplacedBinary},
+		{"Hung", testDaemonHung},
+		{"BadFrames", testDaemonBadFrames},
+		{"Doctor", testDaemonDoctor},
+		{"StopUnreaped", testDaemonStopUnreaped},
+		{"SymlinkedHome", testDaemonSymlinkedHome},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.f(t, b)
+		})
+	}
+}
+
+func dtBuild(t *testing.T) *dtBins {
+	dir := t.TempDir()
+	b := &dtBins{dir: filepath.Join(dir, "bin"), rukhdA: filepath.Join(dir, "a", "rukhd")}
+	b.rukh, b.rukhd = filepath.Join(b.dir, "rukh"), filepath.Join(b.dir, "rukhd")
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, bld := range []struct{ out, pkg, stamp string }{
+		{b.rukh, "../cmd/rukh", dtStampB}, {b.rukhd, "../cmd/rukhd", dtStampB}, {b.rukhdA, "../cmd/rukhd", dtStampA},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := exec.Command("go", "build", "-ldflags", "-X "+dtStampVar+"="+bld.stamp, "-o", bld.out, bld.pkg).CombinedOutput()
+			if err != nil {
+				errs[i] = fmt.Errorf("go build %s: %v\n%s", bld.pkg, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.build = dtVersion(t, b.rukhd)
+	b.buildA = dtVersion(t, b.rukhdA)
+	if !strings.HasSuffix(b.build, "/"+dtStampB) || !strings.HasSuffix(b.buildA, "/"+dtStampA) {
+		t.Fatalf("build ids %q and %q do not carry the linked stamps", b.build, b.buildA)
+	}
+	return b
+}
+
+// dtVersion is the build id `rukhd version` prints.
+func dtVersion(t *testing.T, rukhd string) string {
+	t.Helper()
+	out, err := exec.Command(rukhd, "version").Output()
+	if err != nil {
+		t.Fatalf("%s version: %v", rukhd, err)
+	}
+	id, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "rukhd ")
+	if !ok {
+		t.Fatalf("%s version printed %q", rukhd, out)
+	}
+	return id
+}
+
+// dtNeed skips a test that needs something this machine lacks, but fails
+// it under CI, which provides everything (.ci/run).
+func dtNeed(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf(format+" (CI must provide it: see .ci/run)", args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// dtHome is one test's RUKH_HOME with the test release installed: `ppid`
+// reports its parent's pid as its text result and appends it to
+// ppid.runs; `slow` appends to slow.runs, writes "PID INVOCATION-ID" to
+// slow.pid and sleeps.
+type dtHome struct {
+	t    *testing.T
+	b    *dtBins
+	dir  string // the test's directory; the extension writes here
+	home string
+	rukh string
+	env  []string
+}
+
+func dtNewHome(t *testing.T, b *dtBins) *dtHome {
+	dir := t.TempDir()
+	h := &dtHome{t: t, b: b, dir: dir, home: filepath.Join(dir, "home"), rukh: b.rukh}
+	h.env = append(os.Environ(), "RUKH_HOME="+h.home)
+	report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"%s"}}\n' "$RUKH_IPC_TOKEN" `
+	rel := filepath.Join(dir, "src")
+	testhome.WriteFiles(t, rel, map[string]string{
+		"bin/ppid": "#!/bin/sh\necho $PPID >> " + dir + "/ppid.runs\n" + report + `"$PPID" >&3` + "\n",
+		"bin/slow": "#!/bin/sh\necho run >> " + dir + "/slow.runs\necho $$ $RUKH_INVOCATION_ID > " + dir + "/slow.tmp\nmv " + dir + "/slow.tmp " + dir + "/slow.pid\nsleep 120\n" + report + "done >&3\n",
+		"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.daemon","version":"1.0.0","publisher":"test","commands":[
+			{"id":"ppid","path":["ppid"],"summary":"Ppid","execute":{"mapping":"managed","program":"bin/ppid","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}},
+			{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`,
+	})
+	a := testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
+	testhome.Apply(t, a, `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.daemon/*"],"task":"agent"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":300000,"maxConcurrent":8,"enforcement":"host"},
+		         "agent":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":8,"enforcement":"host"}}}`)
+	return h
+}
+
+func (h *dtHome) sock() string { return filepath.Join(h.home, "run", "rukhd.sock") }
+
+// run runs rukh ARGS and returns its stdout, stderr and exit status.
+func (h *dtHome) run(args ...string) (string, string, int) {
+	h.t.Helper()
+	return h.runAs(nil, args...)
+}
+
+// runAs runs rukh ARGS behind the wrapper argv prefix (e.g. setpriv …).
+func (h *dtHome) runAs(prefix []string, args ...string) (string, string, int) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), dtHangGuard)
+	defer cancel()
+	argv := append(append(append([]string{}, prefix...), h.rukh), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = h.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second // output a stray grandchild holds does not hold us
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		h.t.Fatalf("%s: %v", strings.Join(argv, " "), err)
+	}
+	if ctx.Err() != nil {
+		h.t.Fatalf("%s hung (killed after %s)", strings.Join(argv, " "), dtHangGuard)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// must runs rukh ARGS, requires exit status 0 and returns stdout.
+func (h *dtHome) must(args ...string) string {
+	h.t.Helper()
+	out, errOut, code := h.run(args...)
+	if code != 0 {
+		h.t.Fatalf("rukh %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// ppid runs `rukh ppid` and returns the pid of the process that ran the
+// command, and that of the client.
+func (h *dtHome) ppid() (parent, client int) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), dtHangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, h.rukh, "ppid")
+	cmd.Env = h.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		h.t.Fatalf("rukh ppid: %v\n%s", err, stderr.String())
+	}
+	parent, err = strconv.Atoi(string(out))
+	if err != nil {
+		h.t.Fatalf("rukh ppid printed %q: %v", out, err)
+	}
+	return parent, cmd.Process.Pid
+}
+
+// runs reads how many times the extension command name ran.
+func (h *dtHome) runs(name string) int {
+	h.t.Helper()
+	data, err := os.ReadFile(filepath.Join(h.dir, name+".runs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
+
+type dtStatus struct {
+	PID       int    `json:"pid"`
+	Build     string `json:"build"`
+	Socket    string `json:"socket"`
+	Activated bool   `json:"activated"`
+	InFlight  int    `json:"inFlight"`
+}
+
+func (h *dtHome) status() dtStatus {
+	h.t.Helper()
+	var st dtStatus
+	if err := json.Unmarshal([]byte(h.must("daemon", "status", "--json")), &st); err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
+type dtRecord struct {
+	ID         string `json:"id"`
+	Command    string `json:"command"`
+	Transport  string `json:"transport"`
+	Outcome    string `json:"outcome"`
+	Reason     string `json:"reason"`
+	ExitStatus int    `json:"exitStatus"`
+	Detail     string `json:"detail"`
+}
+
+// invocations lists every kept record, newest first.
+func (h *dtHome) invocations() []dtRecord {
+	h.t.Helper()
+	var recs []dtRecord
+	if err := json.Unmarshal([]byte(h.must("invocations", "list", "--json", "-n", "0")), &recs); err != nil {
+		h.t.Fatal(err)
+	}
+	return recs
+}
+
+type dtDoctor struct {
+	Host       string `json:"host"`
+	HostReason string `json:"hostReason"`
+	Socket     string `json:"socket"`
+	StoreOK    bool   `json:"storeOk"`
+}
+
+func (h *dtHome) doctor() dtDoctor {
+	h.t.Helper()
+	var d dtDoctor
+	if err := json.Unmarshal([]byte(h.must("doctor", "--json")), &d); err != nil {
+		h.t.Fatal(err)
+	}
+	if !d.StoreOK || d.Socket != h.sock() {
+		h.t.Errorf("doctor: %+v", d)
+	}
+	return d
+}
+
+// stopByCLI registers a cleanup that stops whatever daemon serves the
+// home with `rukh daemon stop` (for daemons `rukh daemon start` started).
+func (h *dtHome) stopByCLI() {
+	h.t.Cleanup(func() {
+		if _, errOut, code := h.run("daemon", "stop"); code != 0 {
+			h.t.Errorf("rukh daemon stop: exit %d: %s", code, errOut)
+		}
+	})
+}
+
+// dtProc is a rukhd (or its activator) this test started and reaps.
+type dtProc struct {
+	cmd    *exec.Cmd
+	log    string
+	done   chan struct{}
+	status int
+}
+
+// startProc starts argv as this home's daemon with env (the home's when
+// nil), its output in a log file, and reaps it as soon as it exits.
+func (h *dtHome) startProc(env []string, argv ...string) *dtProc {
+	h.t.Helper()
+	log, err := os.CreateTemp(h.dir, "rukhd-*.log")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer log.Close()
+	d := &dtProc{cmd: exec.Command(argv[0], argv[1:]...), log: log.Name(), done: make(chan struct{})}
+	if env == nil {
+		env = h.env
+	}
+	d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = env, log, log
+	if err := d.cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	go func() {
+		d.cmd.Wait()
+		d.status = d.cmd.ProcessState.ExitCode()
+		close(d.done)
+	}()
+	h.t.Cleanup(func() {
+		select {
+		case <-d.done:
+			return
+		default:
+		}
+		d.cmd.Process.Signal(syscall.SIGCONT)
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(dtHangGuard):
+			d.cmd.Process.Kill()
+			<-d.done
+			h.t.Errorf("rukhd (pid %d) did not stop on SIGTERM", d.cmd.Process.Pid)
+		}
+	})
+	return d
+}
+
+// startDaemon starts rukhd by hand and waits until it answers.
+func (h *dtHome) startDaemon(rukhd, build string) *dtProc {
+	h.t.Helper()
+	d := h.startProc(nil, rukhd)
+	h.waitAnswers(d, build)
+	return d
+}
+
+// waitAnswers waits until a daemon of build answers hello on the socket.
+func (h *dtHome) waitAnswers(d *dtProc, build string) {
+	h.t.Helper()
+	dl := thin.Dialer{Socket: h.sock(), Name: "rukh", Build: build}
+	for end := time.Now().Add(dtHangGuard); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-d.done:
+			h.t.Fatalf("rukhd exited %d before it answered:\n%s", d.status, d.logText())
+		default:
+		}
+		s, err := dl.Dial(context.Background())
+		if err == nil {
+			s.Close()
+			return
+		}
+		if !errors.Is(err, thin.ErrNoDaemon) || time.Now().After(end) {
+			h.t.Fatalf("rukhd does not answer: %v\n%s", err, d.logText())
+		}
+	}
+}
+
+// wait waits for the process to exit and returns its exit status.
+func (d *dtProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-d.done:
+		return d.status
+	case <-time.After(dtHangGuard):
+		t.Fatalf("rukhd (pid %d) did not exit:\n%s", d.cmd.Process.Pid, d.logText())
+		return -1
+	}
+}
+
+func (d *dtProc) logText() string {
+	data, _ := os.ReadFile(d.log)
+	return string(data)
+}
+
+// dtGone reports whether process pid has ended: it no longer exists or is a
+// zombie nobody has reaped yet.
+func dtGone(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || len(data) < i+3 || data[i+2] == 'Z' || data[i+2] == 'X'
+}
+
+// dtWaitGone waits until process pid has ended.
+func dtWaitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	for end := time.Now().Add(dtHangGuard); !dtGone(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%s (pid %d) is still running", what, pid)
+		}
+	}
+}
+
+// dtMarked returns the live processes whose environment carries
+// RUKH_INVOCATION_ID=id.
+func dtMarked(id string) []int {
+	marker := []byte("RUKH_INVOCATION_ID=" + id + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && bytes.Contains(append(env, 0), marker) && !dtGone(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// 1. systemd-socket-activate holds the socket and starts rukhd on the
+// first connection, as systemd's rukhd.socket does. The activator passes
+// rukhd only TERM, PATH, USER, HOME and what -E names, as systemd passes
+// a unit only its own environment: a rukhd that resolves other files than
+// the client (no RUKH_HOME) refuses the command line instead of running
+// it on another store; one given RUKH_HOME says it was activated, and a
+// `rukh CMD` runs as its child.
+func testDaemonSocketActivation(t *testing.T, b *dtBins) {
+	activate, err := exec.LookPath("systemd-socket-activate")
+	if err != nil {
+		dtNeed(t, "socket activation needs systemd-socket-activate (Debian's systemd package): %v", err)
+	}
+	h := dtNewHome(t, b)
+	if err := os.Mkdir(filepath.Join(h.home, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	activated := func(env []string, args ...string) *dtProc {
+		t.Helper()
+		os.Remove(h.sock()) // the last activator's
+		sa := h.startProc(env, append([]string{activate, "-l", h.sock()}, args...)...)
+		for end := time.Now().Add(dtHangGuard); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(h.sock()); err == nil {
+				return sa
+			}
+			select {
+			case <-sa.done:
+				t.Fatalf("systemd-socket-activate exited %d:\n%s", sa.status, sa.logText())
+			default:
+			}
+			if time.Now().After(end) {
+				t.Fatalf("systemd-socket-activate never created %s:\n%s", h.sock(), sa.logText())
+			}
+		}
+	}
+
+	// Without RUKH_HOME: rukhd's files are under HOME, not the client's.
+	other := filepath.Join(h.dir, "other")
+	sa := activated(append(os.Environ(), "HOME="+other), b.rukhd)
+	out, errOut, code := h.run("ppid")
+	want := fmt.Sprintf("rukh: rukhd (pid %d) serves data %s, config %s, runtime %s, but this rukh's environment names data %s, config %s, runtime %s; start rukhd with the same RUKH_HOME or XDG_* variables, or run `rukh daemon stop`\n",
+		sa.cmd.Process.Pid, other+"/.local/share/rukh", other+"/.config/rukh", other+"/.local/share/rukh/run",
+		h.home+"/data", h.home+"/config", h.home+"/run")
+	if code != 75 || out != "" || errOut != want {
+		t.Errorf("rukh ppid with a daemon of other files: exit %d, stdout %q, stderr %q; want 75 and %q", code, out, errOut, want)
+	}
+	if n := h.runs("ppid"); n != 0 {
+		t.Errorf("the command ran %d times", n)
+	}
+	if _, errOut, code := h.run("daemon", "stop"); code != 0 || errOut != fmt.Sprintf("rukhd stopped (pid %d)\n", sa.cmd.Process.Pid) {
+		t.Errorf("rukh daemon stop: exit %d: %q", code, errOut)
+	}
+	if code := sa.wait(t); code != 0 {
+		t.Errorf("the activated rukhd exited %d on stop:\n%s", code, sa.logText())
+	}
+
+	sa = activated(nil, "-E", "RUKH_HOME="+h.home, b.rukhd)
+	st := h.status() // the first connection starts rukhd in the activator's process
+	if st.PID != sa.cmd.Process.Pid || !st.Activated || st.Socket != h.sock() || st.Build != b.build {
+		t.Errorf("daemon status %+v; want pid %d (the activator's, exec'd into rukhd), activated, socket %s, build %s",
+			st, sa.cmd.Process.Pid, h.sock(), b.build)
+	}
+	if parent, _ := h.ppid(); parent != st.PID {
+		t.Errorf("`rukh ppid` ran as a child of pid %d, want the activated daemon's %d", parent, st.PID)
+	}
+	if recs := h.invocations(); len(recs) != 1 || recs[0].Outcome != "succeeded" || recs[0].Transport != "cli" {
+		t.Errorf("records: %+v", recs)
+	}
+	if _, errOut, code := h.run("daemon", "stop"); code != 0 || errOut != fmt.Sprintf("rukhd stopped (pid %d)\n", st.PID) {
+		t.Errorf("rukh daemon stop: exit %d: %q", code, errOut)
+	}
+	if code := sa.wait(t); code != 0 {
+		t.Errorf("the activated rukhd exited %d on stop:\n%s", code, sa.logText())
+	}
+}
+
+// 2. A client of another uid is refused at every layer — its own check
+// of the socket's owner, its check of the daemon's uid, and the daemon's
+// SO_PEERCRED check — and nothing runs; the daemon goes on serving its
+// owner.
+func testDaemonOtherUser(t *testing.T, b *dtBins) {
+	if os.Getuid() != 0 {
+		dtNeed(t, "running a client as another uid needs root (uid %d here)", os.Getuid())
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		dtNeed(t, "running a client as another uid needs setpriv (util-linux): %v", err)
+	}
+	h := dtNewHome(t, b)
+	d := h.startDaemon(b.rukhd, b.build)
+	pid := d.cmd.Process.Pid
+
+	// Let uid 65534 reach the binaries and the socket: every directory on
+	// the way traversable, the socket writable.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peekBin := filepath.Join(b.dir, "peek-"+filepath.Base(h.dir))
+	dtCopy(t, self, peekBin)
+	for _, dir := range []string{filepath.Dir(filepath.Dir(b.dir)), filepath.Dir(b.dir), b.dir, filepath.Dir(h.dir), h.dir, h.home, filepath.Join(h.home, "run")} {
+		if err := os.Chmod(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(h.sock(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	nobody := []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"}
+
+	// The socket is root's: the client refuses it before connecting.
+	out, errOut, code := h.runAs(nobody, "ppid")
+	if want := fmt.Sprintf("rukh: rukhd at %s: dial: the socket belongs to uid 0, not to you; remove it\n", h.sock()); code != 75 || out != "" || errOut != want {
+		t.Errorf("another uid's client: exit %d, stdout %q, stderr %q; want 75 and %q", code, out, errOut, want)
+	}
+	// A socket made to look like its own: the client refuses the daemon's uid.
+	if err := os.Lchown(h.sock(), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = h.runAs(nobody, "ppid")
+	if want := fmt.Sprintf("rukh: rukhd at %s: dial: the daemon runs as uid 0, not as you\n", h.sock()); code != 75 || out != "" || errOut != want {
+		t.Errorf("another uid's client: exit %d, stdout %q, stderr %q; want 75 and %q", code, out, errOut, want)
+	}
+	// A raw connection: the daemon itself refuses it.
+	cmd := exec.Command(setpriv, append(nobody[1:], peekBin)...)
+	cmd.Env = append(os.Environ(), dtPeekEnv+"="+h.sock())
+	got, err := cmd.CombinedOutput()
+	if want := "bad_request: this daemon serves uid 0 only\n"; err != nil || string(got) != want {
+		t.Errorf("a raw connection of uid 65534 got %q (%v), want %q", got, err, want)
+	}
+	if err := os.Lchown(h.sock(), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	if n := h.runs("ppid"); n != 0 {
+		t.Fatalf("the refused clients ran the command %d times", n)
+	}
+	if parent, _ := h.ppid(); parent != pid {
+		t.Errorf("the owner's command ran under pid %d, want the daemon %d", parent, pid)
+	}
+	if n := h.runs("ppid"); n != 1 {
+		t.Errorf("the command ran %d times, want once (the owner's)", n)
+	}
+	if st := h.status(); st.PID != pid {
+		t.Errorf("the daemon is pid %d, want %d", st.PID, pid)
+	}
+	if recs := h.invocations(); len(recs) != 1 || recs[0].Outcome != "succeeded" {
+		t.Errorf("records: %+v", recs)
+	}
+	// The daemon logs each refusal as it serves the connection, which
+	// the client that hung up first does not wait for.
+	for end := time.Now().Add(dtHangGuard); ; time.Sleep(10 * time.Millisecond) {
+		log := d.logText()
+		if n := strings.Count(log, `level=WARN msg="refused a connection from another user" uid=65534`); n == 2 {
+			break
+		} else if n > 2 || time.Now().After(end) {
+			t.Fatalf("the daemon's log does not show two refusals of uid 65534:\n%s", log)
+		}
+	}
+}
+
+// 3. kill -9 of rukhd while it runs a command: the client exits 75 naming
+// the invocation, the command's process dies with its host (Pdeathsig),
+// and the next daemon records the invocation execution_failed/host_lost
+// and kills what the command left behind, without running it again.
+func testDaemonKilledMidCall(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	d := h.startDaemon(b.rukhd, b.build)
+
+	ctx, cancel := context.WithTimeout(context.Background(), dtHangGuard)
+	defer cancel()
+	client := exec.CommandContext(ctx, h.rukh, "slow")
+	client.Env = h.env
+	clientOut, err := os.Create(filepath.Join(h.dir, "client.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clientOut.Close()
+	client.Stdout, client.Stderr = clientOut, clientOut // files: the orphaned sleep may hold them
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var shPID int
+	var id string
+	for {
+		if data, err := os.ReadFile(filepath.Join(h.dir, "slow.pid")); err == nil {
+			if _, err := fmt.Sscan(string(data), &shPID, &id); err != nil {
+				t.Fatalf("slow.pid: %q: %v", data, err)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the slow command never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { syscall.Kill(-shPID, syscall.SIGKILL) }) // its group, should anything be left
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.wait(t)
+	err = client.Wait()
+	out, _ := os.ReadFile(clientOut.Name())
+	prefix := fmt.Sprintf("rukh: rukhd at %s: call: the daemon went away: ", h.sock())
+	suffix := fmt.Sprintf("EOF (invocation %s was running; its outcome is recorded when the daemon restarts)\n", id)
+	if code := client.ProcessState.ExitCode(); code != 75 || !strings.HasPrefix(string(out), prefix) || !strings.HasSuffix(string(out), suffix) {
+		t.Errorf("the client: exit %d (%v), output %q; want 75 and %q…%q", code, err, out, prefix, suffix)
+	}
+	dtWaitGone(t, shPID, "the slow command")
+
+	if _, errOut, code := h.run("daemon", "start"); code != 0 || !strings.HasPrefix(errOut, "rukhd started: pid ") {
+		t.Fatalf("rukh daemon start: exit %d: %s", code, errOut)
+	}
+	h.stopByCLI()
+	recs := h.invocations()
+	if len(recs) != 1 || recs[0].ID != id || recs[0].Command != "test.daemon/slow" || recs[0].Transport != "cli" ||
+		recs[0].Outcome != "execution_failed" || recs[0].Reason != "host_lost" {
+		t.Errorf("records after the restart: %+v; want %s execution_failed/host_lost", recs, id)
+	}
+	if pids := dtMarked(id); len(pids) != 0 {
+		t.Errorf("processes of the lost invocation still run: %v", pids)
+	}
+	if n := h.runs("slow"); n != 1 {
+		t.Errorf("the slow command ran %d times, want once (nothing replayed)", n)
+	}
+}
+
+// 4. `rukh mcp` keeps serving while the daemon restarts and stops under
+// it: the first call runs in the first daemon, the second in the
+// restarted one, the third in rukh mcp itself; all are recorded via mcp.
+func testDaemonRestartUnderMCP(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	if _, errOut, code := h.run("daemon", "start"); code != 0 {
+		t.Fatalf("rukh daemon start: exit %d: %s", code, errOut)
+	}
+	h.stopByCLI()
+	first := h.status()
+
+	ctx, cancel := context.WithTimeout(context.Background(), dtHangGuard)
+	defer cancel()
+	cmd := exec.Command(h.rukh, "mcp", "--log-file", filepath.Join(h.dir, "mcp.log"))
+	cmd.Env = h.env
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "daemon-test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	listing, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tool string
+	for _, tl := range listing.Tools {
+		if tl.Title == "Ppid" {
+			tool = tl.Name
+		}
+	}
+	if tool == "" {
+		t.Fatalf("no tool for test.daemon/ppid among %d", len(listing.Tools))
+	}
+	var ids []string
+	call := func(what string, wantParent int) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		var env struct {
+			InvocationID  string `json:"invocationId"`
+			Outcome       string `json:"outcome"`
+			CommandResult struct {
+				Text string `json:"text"`
+			} `json:"commandResult"`
+		}
+		if err := json.Unmarshal(raw, &env); err != nil || res.IsError || env.Outcome != "succeeded" {
+			t.Fatalf("%s: %s (%v)", what, raw, err)
+		}
+		if env.CommandResult.Text != strconv.Itoa(wantParent) {
+			t.Errorf("%s: the command ran under pid %s, want %d", what, env.CommandResult.Text, wantParent)
+		}
+		ids = append(ids, env.InvocationID)
+	}
+	call("with the daemon", first.PID)
+
+	if _, errOut, code := h.run("daemon", "restart"); code != 0 {
+		t.Fatalf("rukh daemon restart: exit %d: %s", code, errOut)
+	}
+	second := h.status()
+	if second.PID == first.PID {
+		t.Fatalf("the restarted daemon has the old pid %d", first.PID)
+	}
+	call("after a restart", second.PID)
+
+	if _, errOut, code := h.run("daemon", "stop"); code != 0 || errOut != fmt.Sprintf("rukhd stopped (pid %d)\n", second.PID) {
+		t.Fatalf("rukh daemon stop: exit %d: %q", code, errOut)
+	}
+	call("without a daemon", cmd.Process.Pid)
+
+	recs := h.invocations()
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3: %+v", len(recs), recs)
+	}
+	for i, r := range recs {
+		if want := ids[len(ids)-1-i]; r.ID != want || r.Transport != "mcp" || r.Outcome != "succeeded" || r.Command != "test.daemon/ppid" {
+			t.Errorf("record %d: %+v; want %s, succeeded via mcp", i, r, want)
+		}
+	}
+}
+
+// 5a. A rukh of build B meets a rukhd of build A: exit 75 naming both
+// builds and `rukh daemon restart`, nothing runs, doctor says why it
+// would run in-process; and `rukh daemon restart` does what the message
+// says: it replaces the daemon with one of build B.
+func testDaemonBuildMismatch(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	d := h.startDaemon(b.rukhdA, b.buildA)
+
+	out, errOut, code := h.run("ppid")
+	msg := fmt.Sprintf("rukhd runs build %s but this rukh is build %s; run `rukh daemon restart` to serve this build, or use the matching binary", b.buildA, b.build)
+	if code != 75 || out != "" || errOut != "rukh: "+msg+"\n" {
+		t.Errorf("rukh ppid against another build: exit %d, stdout %q, stderr %q; want 75 and %q", code, out, errOut, msg)
+	}
+	if n := h.runs("ppid"); n != 0 {
+		t.Errorf("the command ran %d times against a daemon of another build", n)
+	}
+	// doctor is forwarded like any command line, so it is refused alike.
+	if out, errOut, code := h.run("doctor", "--json"); code != 75 || out != "" || errOut != "rukh: "+msg+"\n" {
+		t.Errorf("rukh doctor against another build: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	// The daemon commands reach it all the same.
+	if st := h.status(); st.PID != d.cmd.Process.Pid || st.Build != b.buildA {
+		t.Errorf("rukh daemon status: %+v; want pid %d, build %s", st, d.cmd.Process.Pid, b.buildA)
+	}
+	if _, errOut, code := h.run("daemon", "start"); code != 75 || errOut != fmt.Sprintf("rukh: rukhd is already running (pid %d) but is build %s, not this rukh's %s; `rukh daemon restart` replaces it\n",
+		d.cmd.Process.Pid, b.buildA, b.build) {
+		t.Errorf("rukh daemon start: exit %d: %q", code, errOut)
+	}
+	if _, errOut, code := h.run("daemon", "restart"); code != 0 {
+		t.Fatalf("rukh daemon restart, as the message says: exit %d: %s", code, errOut)
+	}
+	h.stopByCLI()
+	if code := d.wait(t); code != 0 {
+		t.Errorf("the daemon of build A exited %d:\n%s", code, d.logText())
+	}
+	st := h.status()
+	if st.Build != b.build {
+		t.Errorf("the restarted daemon is build %s, want %s", st.Build, b.build)
+	}
+	if parent, _ := h.ppid(); parent != st.PID {
+		t.Errorf("after the restart the command ran under pid %d, want the new daemon %d", parent, st.PID)
+	}
+}
+
+// 5b. The daemon's executable is replaced on disk (a new file renamed
+// over it, as a package upgrade does): the next `rukh CMD` runs
+// in-process while the old daemon drains, and the old daemon exits 0.
+func testDaemonReplacedBinary(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	bin := filepath.Join(h.dir, "bin")
+	h.rukh = filepath.Join(bin, "rukh")
+	dtCopy(t, b.rukh, h.rukh)
+	dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd"))
+	d := h.startDaemon(filepath.Join(bin, "rukhd"), b.build)
+	pid := d.cmd.Process.Pid
+	if parent, _ := h.ppid(); parent != pid {
+		t.Fatalf("the command ran under pid %d, want the daemon %d", parent, pid)
+	}
+
+	dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd.new"))
+	if err := os.Rename(filepath.Join(bin, "rukhd.new"), filepath.Join(bin, "rukhd")); err != nil {
+		t.Fatal(err)
+	}
+	if parent, client := h.ppid(); parent != client {
+		t.Errorf("after the upgrade the command ran under pid %d, want the client %d (in-process)", parent, client)
+	}
+	if code := d.wait(t); code != 0 {
+		t.Errorf("the stale daemon exited %d:\n%s", code, d.logText())
+	}
+	if !strings.Contains(d.logText(), "the executable changed; draining and exiting") {
+		t.Errorf("the stale daemon's log:\n%s", d.logText())
+	}
+	if _, errOut, code := h.run("daemon", "status"); code != 69 || !strings.Contains(errOut, "rukhd is not running") {
+		t.Errorf("rukh daemon status after the drain: exit %d: %s", code, errOut)
+	}
+	recs := h.invocations()
+	if len(recs) != 2 || recs[0].Outcome != "succeeded" || recs[1].Outcome != "succeeded" {
+		t.Errorf("records: %+v", recs)
+	}
+}
+
+// 6. A stopped (hung) daemon: `rukh CMD` gives up after the hello bound
+// with exit 75 and says so; nothing runs; once the daemon continues it
+// serves again.
+func testDaemonHung(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	d := h.startDaemon(b.rukhd, b.build)
+	pid := d.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := h.run("ppid")
+	syscall.Kill(pid, syscall.SIGCONT)
+	want := fmt.Sprintf("rukh: rukhd at %s: hello: no answer within %s; the daemon is hung: see `rukh daemon status`, or kill it\n", h.sock(), thin.HelloTimeout)
+	if code != 75 || out != "" || errOut != want {
+		t.Errorf("rukh ppid with a stopped daemon: exit %d, stdout %q, stderr %q; want 75 and %q", code, out, errOut, want)
+	}
+	if n := h.runs("ppid"); n != 0 {
+		t.Errorf("the command ran %d times", n)
+	}
+	if parent, _ := h.ppid(); parent != pid {
+		t.Errorf("after SIGCONT the command ran under pid %d, want the daemon %d", parent, pid)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := d.wait(t); code != 0 {
+		t.Errorf("rukhd exited %d on SIGTERM:\n%s", code, d.logText())
+	}
+}
+
+// 7. Malformed frames on the socket, before and after a valid hello: the
+// daemon answers each with a bad_request error frame and closes that
+// connection, and goes on serving.
+func testDaemonBadFrames(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	d := h.startDaemon(b.rukhd, b.build)
+	pid := d.cmd.Process.Pid
+
+	frame := func(body ...byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
+	text := func(s string) []byte { return append([]byte{0x60 + byte(len(s))}, s...) } // a short CBOR text string
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	deep := cat([]byte{0xa1}, text("hello"), bytes.Repeat([]byte{0x81}, 100), []byte{0x00}) // {"hello":[[[…0…]]]}
+	cases := []struct {
+		name      string
+		data      []byte
+		halfClose bool // the frame is cut short: the client stops writing
+		want      string
+	}{
+		{"an oversized length prefix", []byte{0xff, 0xff, 0xff, 0xff}, false, "4294967295 bytes announced, more than 4194304"},
+		{"a deep nesting", frame(deep...), false, "exceeded max nested level"},
+		{"a duplicate key", frame(cat([]byte{0xa2}, text("hello"), []byte{0xa0}, text("hello"), []byte{0xa0})...), false, "duplicate map key"},
+		{"a truncated frame", cat([]byte{0, 0, 0, 100, 0xa1}, text("hello")), true, "truncated"},
+		{"an unknown member", frame(cat([]byte{0xa1}, text("nope"), []byte{0xa0})...), false, "unknown field"},
+		{"two members", frame(cat([]byte{0xa2}, text("hello"), []byte{0xa0}, text("status"), []byte{0xa0})...), false, "2 members set, want exactly one"},
+	}
+	exchange := func(what string, hello bool, data []byte, halfClose bool, want string) {
+		t.Helper()
+		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: h.sock(), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(dtHangGuard))
+		if hello {
+			if err := wire.Write(c, &wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: b.build, Name: "rukh"}}); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := wire.Read(c); err != nil || m.Hello == nil || m.Hello.PID != pid {
+				t.Fatalf("%s: hello answered with %+v, %v", what, m, err)
+			}
+		}
+		if _, err := c.Write(data); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if halfClose {
+			c.CloseWrite()
+		}
+		m, err := wire.Read(c)
+		if err != nil || m.Error == nil || m.Error.Code != wire.CodeBadRequest || !strings.Contains(m.Error.Message, want) {
+			t.Errorf("%s: the daemon answered %+v (%v); want a bad_request error saying %q", what, m, err, want)
+			return
+		}
+		if _, err := wire.Read(c); !errors.Is(err, io.EOF) {
+			t.Errorf("%s: after the error the connection gave %v, want EOF (closed)", what, err)
+		}
+	}
+	for _, tc := range cases {
+		exchange(tc.name+" instead of hello", false, tc.data, tc.halfClose, tc.want)
+		exchange(tc.name+" as the request", true, tc.data, tc.halfClose, tc.want)
+	}
+	noFiles, _ := wire.Encode(nil, &wire.Msg{Exec: &wire.Exec{Args: []string{"ppid"}, Dir: "/"}})
+	exchange("an exec without descriptors", true, noFiles, false, "exec needs stdin, stdout and stderr")
+	hello, _ := wire.Encode(nil, &wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: b.build, Name: "rukh"}})
+	exchange("a second hello", true, hello, false, "not a request")
+	status, _ := wire.Encode(nil, &wire.Msg{Status: &wire.Status{}})
+	exchange("a request instead of hello", false, status, false, "the first frame must be hello")
+
+	if n := h.runs("ppid"); n != 0 {
+		t.Errorf("the command ran %d times", n)
+	}
+	if parent, _ := h.ppid(); parent != pid {
+		t.Errorf("after the bad frames the command ran under pid %d, want the daemon %d", parent, pid)
+	}
+	if st := h.status(); st.PID != pid || st.InFlight != 0 {
+		t.Errorf("daemon status after the bad frames: %+v", st)
+	}
+}
+
+// 8. rukh doctor says which host serves calls, and why.
+func testDaemonDoctor(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	if doc := h.doctor(); doc.Host != "in-process" || doc.HostReason != "no daemon answers at "+h.sock() {
+		t.Errorf("doctor without a daemon: %+v", doc)
+	}
+	d := h.startDaemon(b.rukhd, b.build)
+	if doc, want := h.doctor(), fmt.Sprintf("daemon: rukhd pid %d at %s", d.cmd.Process.Pid, h.sock()); doc.Host != "daemon" || doc.HostReason != want {
+		t.Errorf("doctor with a daemon: %+v; want host daemon (%s)", doc, want)
+	}
+	if _, errOut, code := h.run("daemon", "stop"); code != 0 {
+		t.Fatalf("rukh daemon stop: exit %d: %s", code, errOut)
+	}
+	d.wait(t)
+	if doc := h.doctor(); doc.Host != "in-process" || doc.HostReason != "no daemon answers at "+h.sock() {
+		t.Errorf("doctor after the daemon stopped: %+v", doc)
+	}
+}
+
+// 9. `rukh daemon stop` where nothing reaps the stopped daemon (a
+// container whose init does not): the daemon is a zombie once it has
+// exited, which is stopped — its lock is free — so stop succeeds.
+func testDaemonStopUnreaped(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dtHangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(h.env, dtReaperEnv+"="+h.rukh)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(string(out), "rukhd started: pid %d,", &pid); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	if want := fmt.Sprintf("daemon start: exit 0\nrukhd stopped (pid %d)\ndaemon stop: exit 0\n", pid); !strings.HasSuffix(string(out), want) {
+		t.Errorf("under a subreaper that does not reap:\n%s\nwant it to end with\n%s", out, want)
+	}
+}
+
+// 10. A daemon whose RUKH_HOME is a symlink to the client's serves it:
+// the same files, spelled differently.
+func testDaemonSymlinkedHome(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	link := filepath.Join(h.dir, "link")
+	if err := os.Symlink(h.home, link); err != nil {
+		t.Fatal(err)
+	}
+	d := h.startProc(append(os.Environ(), "RUKH_HOME="+link), b.rukhd)
+	h.waitAnswers(d, b.build)
+	if parent, _ := h.ppid(); parent != d.cmd.Process.Pid {
+		t.Errorf("the command ran under pid %d, want the daemon %d", parent, d.cmd.Process.Pid)
+	}
+}
+
+func dtCopy(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
