@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +28,12 @@ import (
 // The MCP client suites (TestMCPProcess, TestMCPSignalAndDiagnostics,
 // TestTypeScriptClient, TestInspectorCLI, TestGreetProgressOverMCP) and
 // TestParity run their every scenario against both, with the same
-// assertions, so both hosts give identical results. A test joins the
-// table by wrapping its body in forEachHost and calling h.serve once its
-// RUKH_HOME is prepared: from then on the daemon holds the store's lock,
-// so the test reaches the home only through the rukh binaries.
+// assertions, so both hosts give identical results; where a test can
+// compare what the clients saw, acrossHosts requires it to be the same.
+// A test joins the table by wrapping its body in forEachHost and calling
+// h.serve once its RUKH_HOME is prepared: from then on the daemon holds
+// the store's lock, so the test reaches the home only through the rukh
+// binaries.
 var hostModes = []string{"in-process", "daemon"}
 
 // testHost is one host of the table, with the binaries every test of the
@@ -172,6 +175,53 @@ func (h *testHost) serve(t *testing.T, home string) *served {
 	})
 	return &served{PID: pid}
 }
+
+// acrossHosts collects what each host gave, by key, for a test to
+// require the same of both once forEachHost has returned. Invocation ids
+// differ by nature and are replaced by "ID".
+type acrossHosts struct {
+	mu   sync.Mutex
+	keys []string
+	got  map[string]map[string]string // key → mode → result
+	seen map[string]int               // mode + key → how many recorded
+}
+
+// record records result as what host h gave for key; a key recorded
+// again (the second call of a subtest, say) gets its own number.
+func (a *acrossHosts) record(h *testHost, key, result string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.got == nil {
+		a.got, a.seen = map[string]map[string]string{}, map[string]int{}
+	}
+	n := a.seen[h.Mode+"\x00"+key]
+	a.seen[h.Mode+"\x00"+key] = n + 1
+	if n > 0 {
+		key = fmt.Sprintf("%s #%d", key, n+1)
+	}
+	if a.got[key] == nil {
+		a.got[key] = map[string]string{}
+		a.keys = append(a.keys, key)
+	}
+	a.got[key][h.Mode] = invocationID.ReplaceAllString(result, "ID")
+}
+
+// check requires every key both hosts recorded to have the same result.
+func (a *acrossHosts) check(t *testing.T) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, key := range a.keys {
+		in, ok1 := a.got[key]["in-process"]
+		d, ok2 := a.got[key]["daemon"]
+		if ok1 && ok2 && in != d {
+			t.Errorf("%s: in process and through rukhd differ:\nin-process %s\ndaemon     %s", key, in, d)
+		}
+	}
+}
+
+// invocationID matches an invocation id.
+var invocationID = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
 
 // hostDaemonStatus is `rukh daemon status --json`.
 func hostDaemonStatus(rukh string, env []string) (*hostStatus, error) {

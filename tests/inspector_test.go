@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -47,7 +48,8 @@ done | "$RELAY_RUKH" mcp | tee "$RELAY_DIR/s2c.jsonl"
 // without "resultType" fails the run. Each run is one Inspector process
 // started exactly as docs/mcp.md says; the wire and unknown subtests put
 // inspectorRelay (sh and tee) between it and rukh. Every subtest runs in
-// process and through rukhd (forEachHost), a daemon for each home. See
+// process and through rukhd (forEachHost), a daemon for each home, and
+// every Inspector run must print the same both ways. See
 // tests/inspector/README.md. CI (.ci/run) installs tests/inspector with
 // `npm ci`; elsewhere the test is skipped until
 // `npm ci --prefix tests/inspector` has been run.
@@ -60,7 +62,15 @@ func TestInspectorCLI(t *testing.T) {
 	}
 	rel := tsRelease(t, filepath.Join(dir, "src"))
 
+	var same acrossHosts // what the Inspector printed, run by run
 	forEachHost(t, func(t *testing.T, h *testHost) {
+		// run runs the Inspector and records what it printed.
+		run := func(t *testing.T, env []string, args ...string) inspectorRun {
+			t.Helper()
+			r := in.run(t, env, args...)
+			same.record(h, strings.Replace(t.Name(), "/"+h.Mode+"/", "/", 1), r.printed())
+			return r
+		}
 		dir, rukh := t.TempDir(), h.Rukh
 		// The Inspector starts the server with a minimal environment (HOME,
 		// PATH, …): RUKH_HOME reaches it only through -e, and so does the
@@ -68,7 +78,7 @@ func TestInspectorCLI(t *testing.T) {
 		t.Run("env", func(t *testing.T) {
 			home := tsHome(t, filepath.Join(dir, "home-env"), rel)
 			h.serve(t, home)
-			r := in.run(t, []string{"RUKH_HOME=" + home}, "--cli", rukh, "mcp", "--method", "tools/list")
+			r := run(t, []string{"RUKH_HOME=" + home}, "--cli", rukh, "mcp", "--method", "tools/list")
 			r.status0(t)
 			var list struct {
 				Tools []json.RawMessage `json:"tools"`
@@ -97,7 +107,7 @@ func TestInspectorCLI(t *testing.T) {
 					}
 					argv = append(argv, "--protocol-era", p.era)
 					argv = append(argv, server...)
-					return in.run(t, nil, append(argv, args...)...)
+					return run(t, nil, append(argv, args...)...)
 				}
 				call := func(t *testing.T, tool string, args ...string) inspectorRun {
 					t.Helper()
@@ -253,6 +263,7 @@ func TestInspectorCLI(t *testing.T) {
 			})
 		}
 	})
+	same.check(t)
 }
 
 // inspector is an installed tests/inspector: its Node and the Inspector's
@@ -314,6 +325,18 @@ func (in *inspector) run(t *testing.T, env []string, args ...string) inspectorRu
 		t.Fatalf("inspector %s: %v", strings.Join(args, " "), err)
 	}
 	return r
+}
+
+// printed is what the run printed for its caller: the exit status, the
+// result on stdout and, on a failure, the error envelope that ends
+// stderr.
+func (r inspectorRun) printed() string {
+	s := fmt.Sprintf("exit %d\n%s", r.status, r.stdout)
+	if r.status != 0 {
+		lines := bytes.Split(bytes.TrimSpace(r.stderr), []byte("\n"))
+		s += "\n" + string(lines[len(lines)-1])
+	}
+	return s
 }
 
 func (r inspectorRun) output() string {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
@@ -72,7 +71,7 @@ func TestParity(t *testing.T) {
 	rel := filepath.Join(t.TempDir(), "src")
 	testhome.WriteFiles(t, rel, map[string]string{"bin/echo": echoProgram, "rukh-extension.json": echoDescriptor})
 
-	results := map[string]map[string]string{} // mode → case → what both doors said
+	var same acrossHosts // what both doors said of each case
 	forEachHost(t, func(t *testing.T, h *testHost) {
 		home := filepath.Join(t.TempDir(), "home")
 		a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
@@ -98,7 +97,6 @@ func TestParity(t *testing.T) {
 			t.Fatalf("tools: %v %v", list, err)
 		}
 		tool := list.Tools[0].Name
-		results[h.Mode] = map[string]string{}
 
 		for _, tt := range parityCases {
 			t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +135,7 @@ func TestParity(t *testing.T) {
 				for _, c := range res.Content {
 					said += fmt.Sprintf(" %q", c.(*sdk.TextContent).Text)
 				}
-				results[h.Mode][tt.name] = invocationID.ReplaceAllString(said, "ID")
+				same.record(h, tt.name, said)
 
 				if tt.outcome == "succeeded" {
 					if status != 0 || env.Outcome != "succeeded" {
@@ -154,16 +152,8 @@ func TestParity(t *testing.T) {
 			})
 		}
 	})
-	for _, tt := range parityCases {
-		a, b := results["in-process"][tt.name], results["daemon"][tt.name]
-		if a != "" && b != "" && a != b {
-			t.Errorf("%s: in process and through rukhd differ:\nin-process %s\ndaemon     %s", tt.name, a, b)
-		}
-	}
+	same.check(t)
 }
-
-// invocationID matches an invocation id.
-var invocationID = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
 
 // parityCases are TestParity's intents: the CLI arguments and the MCP
 // arguments of each, and the outcome both must have.
