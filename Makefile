@@ -40,11 +40,6 @@ vet:
 deb:
 	cd packaging && $(GO) run -mod=mod ./cmd/mkdeb -root $(CURDIR) -o $(CURDIR) -stamp '$(STAMP)'
 
-# The store lock under contention at full size: 200 concurrent calls and
-# 20 owner loops (docs/benchmarks.md); make test runs 100 and 10.
-soak:
-	RUKH_SOAK=1 $(GO) test -count=1 -run='^TestContention' -v ./tests/
-
 # Each fuzz target for FUZZTIME (go test fuzzes one target at a time).
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./descriptor/
@@ -66,9 +61,11 @@ bench:
 	$(GO) test -run='^$$' -bench='BenchmarkList|BenchmarkCall' -benchtime=20x -count=5 ./mcp/
 
 # 10,000 MCP calls across 20 sessions with kill -9 of children and of
-# rukh mcp processes and profile changes under them (tests/soak_test.go).
+# rukh mcp processes and profile changes under them (tests/soak_test.go);
+# and the store lock under contention at full size, 200 concurrent calls
+# and 20 owner loops (tests/contention_test.go; make test runs 100 and 10).
 soak:
-	$(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 30m ./tests/
+	RUKH_SOAK=1 $(GO) test -tags soak -run '^(TestContentionSoak|TestSoak)$$' -count=1 -v -timeout 30m ./tests/
 
 clean:
 	rm -rf $(BIN) $(DEMOHOME)

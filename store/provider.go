@@ -20,11 +20,25 @@ type Provider interface {
 }
 
 // Files is the Provider of the in-process host: it opens the store at
-// Path for each transaction, waiting at most Timeout for its lock (0: the
-// default), and closes it before returning.
+// Path for each transaction, waiting at most Timeout for its lock (0:
+// FilesTimeout), and closes it before returning.
 type Files struct {
 	Path    string
 	Timeout time.Duration
+}
+
+// FilesTimeout is how long Files waits for the store's lock when its
+// Timeout is zero. Waiters queue (Open), so behind a burst of a few
+// hundred calls a short transaction can wait seconds; an owner command
+// waits in the same queue as the calls, never less, and the wait stays
+// bounded.
+const FilesTimeout = 10 * time.Second
+
+func (f Files) timeout() time.Duration {
+	if f.Timeout <= 0 {
+		return FilesTimeout
+	}
+	return f.Timeout
 }
 
 var (
@@ -37,7 +51,7 @@ func (f Files) View(fn func(*Tx) error) error {
 	if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
 		return fn(nil)
 	}
-	s, err := Open(f.Path, Options{Timeout: f.Timeout, ReadOnly: true})
+	s, err := Open(f.Path, Options{Timeout: f.timeout(), ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -47,7 +61,7 @@ func (f Files) View(fn func(*Tx) error) error {
 
 // Update opens (or creates) the store for fn.
 func (f Files) Update(fn func(*Tx) error) error {
-	s, err := Open(f.Path, Options{Timeout: f.Timeout})
+	s, err := Open(f.Path, Options{Timeout: f.timeout()})
 	if err != nil {
 		return err
 	}

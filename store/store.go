@@ -8,9 +8,10 @@
 // that does not decode is a *CorruptError, never a panic.
 //
 // Every wait is bounded: Open gives up on a held lock after
-// Options.Timeout with a *LockedError. Callers without a daemon open the
-// store, run one short transaction and close it again, so that nothing
-// holds the lock across a user-visible wait.
+// Options.Timeout with a *LockedError. Waiters queue on a blocking lock of
+// a file beside the store (LockSuffix), never on bbolt's polling. Callers
+// without a daemon open the store, run one short transaction and close it
+// again, so that nothing holds the lock across a user-visible wait.
 package store
 
 import (
@@ -35,7 +36,9 @@ const SchemaVersion = 1
 // Options.Timeout is zero.
 const DefaultTimeout = time.Second
 
-// lockRetry is bbolt's interval between tries for the file lock.
+// lockRetry is bbolt's interval between tries for the file lock. Open
+// reaches bbolt's lock only once it holds the lock file, so bbolt waits
+// (polling) only on a process that does not take the lock file.
 const lockRetry = 50 * time.Millisecond
 
 // secretSize is the length of the per-store secret.
@@ -56,6 +59,7 @@ type Options struct {
 // goroutines; bbolt serializes writers.
 type Store struct {
 	db     *bolt.DB
+	lock   *os.File // holds the lock file (LockSuffix) until Close
 	path   string
 	secret []byte
 }
@@ -67,6 +71,12 @@ type Store struct {
 // longer than the timeout, with *FutureError when the store was written
 // by a newer build, and with an error wrapping fs.ErrNotExist when a
 // read-only open finds no file.
+//
+// The lock is taken in two steps, within one timeout: first the lock
+// file beside the store (LockSuffix), shared for a read-only open and
+// exclusive otherwise, with a blocking flock, so waiters queue and each
+// is woken as soon as the lock is free; then bbolt's own lock, which only
+// a process that does not take the lock file can still hold.
 func Open(path string, opts Options) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -76,30 +86,46 @@ func Open(path string, opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	if !opts.ReadOnly {
-		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-			return nil, fmt.Errorf("create the store directory: %w", err)
+	deadline := time.Now().Add(timeout)
+	if opts.ReadOnly {
+		if err := statStore(abs); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("create the store directory: %w", err)
+	}
+	lock, err := sidecarLock(abs, opts.ReadOnly, timeout)
+	if err != nil {
+		return nil, err
+	}
+	release := func() {
+		if lock != nil {
+			lock.Close()
 		}
 	}
 	db, err := bolt.Open(abs, 0o600, &bolt.Options{
-		// bbolt retries every 50ms and gives up once less than 50ms of
-		// its timeout is left; the extra 50ms make the wait at least
-		// timeout (and at most about timeout+50ms).
-		Timeout:  timeout + lockRetry,
+		// What is left of the timeout. bbolt retries every 50ms and
+		// gives up once less than 50ms of its timeout is left; the extra
+		// 50ms make the whole wait at least timeout (and at most about
+		// timeout+50ms).
+		Timeout:  max(time.Until(deadline), 0) + lockRetry,
 		ReadOnly: opts.ReadOnly,
 	})
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
+		release()
 		return nil, &LockedError{Path: abs}
 	case err != nil:
+		release()
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no store at %s: %w", abs, err)
 		}
 		return nil, fmt.Errorf("open the store at %s: %w", abs, err)
 	}
-	s := &Store{db: db, path: abs}
+	s := &Store{db: db, lock: lock, path: abs}
 	if err := s.prepare(opts.ReadOnly); err != nil {
 		db.Close()
+		release()
 		return nil, err
 	}
 	return s, nil
@@ -164,8 +190,14 @@ func readVersion(tx *bolt.Tx) (version uint64, fresh bool, err error) {
 	return binary.BigEndian.Uint64(v), false, nil
 }
 
-// Close releases the file lock. Transactions must have finished.
-func (s *Store) Close() error { return s.db.Close() }
+// Close releases the file locks. Transactions must have finished.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return err
+}
 
 // Path is the absolute path of the store file.
 func (s *Store) Path() string { return s.path }

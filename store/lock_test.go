@@ -1,0 +1,191 @@
+package store_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rukh-cli/rukh/store"
+)
+
+// A waiter gets the store as soon as its holder lets go — it is woken by
+// the kernel, not by a 50 ms poll (bbolt's own wait), which under
+// contention lets a waiter miss every gap between other holders until it
+// times out.
+func TestLockWaiterWakesOnRelease(t *testing.T) {
+	path, s := openPath(t)
+	s.Close()
+	const rounds = 9
+	var latencies []time.Duration
+	for range rounds {
+		holder, err := store.Open(path, store.Options{Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened := make(chan time.Time, 1)
+		go func() {
+			w, err := store.Open(path, store.Options{Timeout: 5 * time.Second})
+			if err != nil {
+				t.Error(err)
+				opened <- time.Time{}
+				return
+			}
+			opened <- time.Now()
+			w.Close()
+		}()
+		// The waiter is blocked by now. 175 ms is midway between two of
+		// the polls bbolt's own wait would make (every 50 ms from the
+		// start of Open), where a polling waiter takes about 25 ms.
+		time.Sleep(175 * time.Millisecond)
+		released := time.Now()
+		holder.Close()
+		at := <-opened
+		if at.IsZero() {
+			return
+		}
+		latencies = append(latencies, at.Sub(released))
+	}
+	slices.Sort(latencies)
+	t.Logf("from release to open: median %v, max %v", latencies[rounds/2], latencies[rounds-1])
+	// A woken waiter takes well under a millisecond when the machine is
+	// not overloaded.
+	if median := latencies[rounds/2]; median > 10*time.Millisecond {
+		t.Errorf("a waiter got the store a median %v after it was released (all: %v), want it woken at once", median, latencies)
+	}
+}
+
+// Readers share the lock file; a writer waits for them, and gets in as
+// soon as the last one closes.
+func TestLockReadersShareWriterWaits(t *testing.T) {
+	path, s := openPath(t)
+	s.Close()
+	r1, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		w, err := store.Open(path, store.Options{Timeout: 5 * time.Second})
+		if err == nil {
+			w.Close()
+		}
+		done <- err
+	}()
+	r1.Close()
+	select {
+	case err := <-done:
+		t.Fatalf("the writer got in while a reader held the store: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	r2.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the writer did not get in once the readers closed")
+	}
+}
+
+// A wait that timed out leaves nothing behind: when the holder lets go,
+// the abandoned flock releases the lock file as soon as it gets it.
+func TestLockAbandonedWaitReleases(t *testing.T) {
+	path, holder := openPath(t)
+	for range 3 {
+		_, err := store.Open(path, store.Options{Timeout: 50 * time.Millisecond})
+		var le *store.LockedError
+		if !errors.As(err, &le) {
+			t.Fatalf("err = %v, want *LockedError", err)
+		}
+	}
+	holder.Close()
+	s, err := store.Open(path, store.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("after the holder closed: %v", err)
+	}
+	s.Close()
+}
+
+// The lock file sits beside the store, private, and is kept.
+func TestLockFile(t *testing.T) {
+	path, s := openPath(t)
+	fi, err := os.Stat(path + store.LockSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", fi.Name(), fi.Mode())
+	}
+	s.Close()
+	if _, err := os.Stat(path + store.LockSuffix); err != nil {
+		t.Errorf("the lock file went away on Close: %v", err)
+	}
+
+	// A read-only open of a missing store creates nothing.
+	missing := filepath.Join(t.TempDir(), "rukh.db")
+	if _, err := store.Open(missing, store.Options{ReadOnly: true}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(missing + store.LockSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a read-only open of a missing store created its lock file: %v", err)
+	}
+}
+
+// A read-only store in a directory it cannot write (so no lock file can
+// be created) still opens, on bbolt's lock alone.
+func TestLockReadOnlyDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes anywhere")
+	}
+	path, s := openPath(t)
+	s.Close()
+	if err := os.Remove(path + store.LockSuffix); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	r, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+}
+
+// A process that holds bbolt's lock without the lock file (an older
+// build, a bbolt tool) still bounds the wait, and the refused Open lets
+// go of the lock file so the next waiter is not held up by it.
+func TestLockForeignBoltHolder(t *testing.T) {
+	path, s := openPath(t)
+	s.Close()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for range 2 {
+		start := time.Now()
+		_, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond})
+		elapsed := time.Since(start)
+		var le *store.LockedError
+		if !errors.As(err, &le) {
+			t.Fatalf("err = %v, want *LockedError", err)
+		}
+		if elapsed < 200*time.Millisecond || elapsed > 2*time.Second {
+			t.Errorf("gave up after %v, want about 200ms", elapsed)
+		}
+	}
+}
