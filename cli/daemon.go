@@ -231,7 +231,10 @@ func daemonStop(ctx context.Context, f *Factory) error {
 	// Stopped means: nothing answers on the socket any more and the
 	// process is gone (so the store's lock is free).
 	for end := time.Now().Add(daemonStopWait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		_, err := d.Dial(ctx)
+		s, err := d.Dial(ctx)
+		if err == nil {
+			s.Close()
+		}
 		gone := pid == os.Getpid() || !running(pid)
 		if errors.Is(err, thin.ErrNoDaemon) && gone {
 			fmt.Fprintf(f.IO.ErrOut, "%sd stopped (pid %d)\n", f.Name, pid)
