@@ -360,11 +360,18 @@ func report(f *Factory, out *invoke.Outcome, err error, compact bool, cmdPath st
 			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmdPath)
 		}
 	}
-	if err != nil {
-		fmt.Fprintf(f.IO.ErrOut, "%s: recording invocation %s failed: %v\n", f.Name, out.InvocationID, err)
-		if status == ExitOK {
-			status = ExitTempFail
-		}
+	// An outcome the store refused is said once, with what became of it.
+	// The exit status stays the outcome's: the command ran (or was
+	// refused) as printed, and must not look worth running again.
+	var unrecorded *invoke.RecordError
+	switch {
+	case errors.As(err, &unrecorded):
+		fmt.Fprintf(f.IO.ErrOut, "%s: %v\n", f.Name, unrecorded)
+	case err != nil && out.Message == "":
+		fmt.Fprintf(f.IO.ErrOut, "%s: %v\n", f.Name, err)
+	}
+	if err != nil && unrecorded == nil && status == ExitOK {
+		status = ExitTempFail
 	}
 	if status == ExitOK {
 		return nil

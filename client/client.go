@@ -75,6 +75,15 @@ func NewLocal(dataDir string) *Local {
 	return &Local{admin: admin.New(dataDir), core: invoke.New(dataDir), cache: projection.NewCache(projection.DefaultCacheSize)}
 }
 
+// NewLocalCore returns the in-process Host around core, as the caller
+// set it up (its store Provider, its timings); owner operations use the
+// same Provider.
+func NewLocalCore(core *invoke.Core) *Local {
+	l := NewLocal(core.DataDir)
+	l.core, l.admin.Store = core, core.Store
+	return l
+}
+
 // NewHeld returns a Host for a data directory whose store s stays open:
 // the daemon's. The admin subject is uid, read from the kernel.
 func NewHeld(dataDir string, s *store.Store, uid int) *Local {

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/rukh-cli/rukh/extproto"
@@ -227,7 +226,7 @@ func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts seam.Cal
 		res.InputSchema = tool.InputSchema
 	}
 	if err != nil {
-		res.RecordError = fmt.Sprintf("recording invocation %s failed: %v", out.InvocationID, err)
+		res.RecordError = err.Error() // names the invocation, when it has one
 	}
 	return res, nil
 }

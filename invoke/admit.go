@@ -63,7 +63,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		ID: newInvocationID(), Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
 		Transport: req.Transport, Task: ad.taskName, PID: os.Getpid(), PIDStart: selfStart(), StartedAt: c.Now().UTC(),
 	}
-	if err := c.update(func(tx *store.Tx) error {
+	if err := c.updateSettled(func(tx *store.Tx) error {
 		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, hostAlive, c.Now().UTC())
 	}); err != nil {
 		var busy *store.BusyError
@@ -72,7 +72,8 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 			out.InvocationID = inv.ID
 			return out, c.recordRejected(t, req, ad, out)
 		}
-		// Nothing ran and nothing could be recorded.
+		// Nothing ran and nothing could be recorded; the message says why
+		// (and err is the same, not another thing to report).
 		return &Outcome{Outcome: Rejected, Reason: ReasonStoreUnavailable, Message: err.Error()}, err
 	}
 	req.Diagnostics.start(inv.ID, t, req, ad.taskName)
@@ -242,14 +243,15 @@ func matchResource(pattern, resource string) bool {
 func (c *Core) update(fn func(tx *store.Tx) error) error { return c.Store.Update(fn) }
 
 // recordRejected commits a refusal as an invocation that began and ended
-// at once, so it has an id and exactly one outcome like any other.
+// at once, so it has an id and exactly one outcome like any other. When
+// the store refuses it, the error is a *RecordError (nothing ran).
 func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outcome) error {
 	now := c.Now().UTC()
 	inv := &store.Invocation{
 		ID: out.InvocationID, Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
 		Transport: req.Transport, Task: ad.taskName, PID: os.Getpid(), PIDStart: selfStart(), StartedAt: now,
 	}
-	return c.update(func(tx *store.Tx) error {
+	err := c.updateSettled(func(tx *store.Tx) error {
 		// A refusal occupies no slot: admit it against an unbounded limit.
 		if err := tx.BeginInvocation(inv, int(^uint(0)>>1), hostAlive, now); err != nil {
 			return err
@@ -257,12 +259,8 @@ func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outco
 		_, err := tx.FinishInvocation(inv.ID, out.Outcome, out.Reason, 0, out.Message, now)
 		return err
 	})
-}
-
-// finish commits the outcome; the first committed outcome stands.
-func (c *Core) finish(id string, out *Outcome) error {
-	return c.update(func(tx *store.Tx) error {
-		_, err := tx.FinishInvocation(id, out.Outcome, out.Reason, out.ExitStatus, detail(out), c.Now().UTC())
-		return err
-	})
+	if err != nil {
+		return &RecordError{ID: inv.ID, Outcome: outcomeName(out), Err: err}
+	}
+	return nil
 }

@@ -63,6 +63,9 @@ type Core struct {
 	// Grace is how long a command has between SIGTERM and SIGKILL when it
 	// is stopped; it comes out of a budget that never renews.
 	Grace time.Duration
+	// FinishRetry is how long the host keeps trying to commit a decided
+	// outcome after the store first refused it (0: DefaultFinishRetry).
+	FinishRetry time.Duration
 	// Sandbox is the enforcement helper (rukh-sandbox); empty: look for it
 	// beside the executable, then on $PATH.
 	Sandbox string
@@ -71,9 +74,9 @@ type Core struct {
 
 // New returns a Core for dataDir with default settings.
 func New(dataDir string) *Core {
-	// The store is locked only for short transactions, but many calls at
-	// once queue on it: wait longer than an owner command would.
-	return &Core{DataDir: dataDir, Store: store.Files{Path: filepath.Join(dataDir, "store.db"), Timeout: 10 * time.Second},
+	// The store is locked only for short transactions; calls and owner
+	// commands queue for it alike, for at most store.FilesTimeout.
+	return &Core{DataDir: dataDir, Store: store.Files{Path: filepath.Join(dataDir, "store.db")},
 		Grace: 2 * time.Second, Now: time.Now}
 }
 

@@ -184,10 +184,11 @@ func (c *Core) Secret() ([]byte, error) {
 
 // ResolveLost finalizes the open records whose host process is gone as
 // execution_failed / host_lost (a daemon does this when it starts) and
-// returns their ids. Nothing is re-run.
+// returns their ids; outcomes their hosts saved aside (PendingDir) are
+// committed first and are not lost. Nothing is re-run.
 func (c *Core) ResolveLost() ([]string, error) {
 	var lost []string
-	err := c.update(func(tx *store.Tx) error {
+	err := c.updateSettled(func(tx *store.Tx) error {
 		var err error
 		lost, err = tx.ResolveLost(hostAlive, c.Now().UTC())
 		return err

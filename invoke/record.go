@@ -1,0 +1,217 @@
+package invoke
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rukh-cli/rukh/store"
+)
+
+// DefaultFinishRetry is how long, after a failed first try, the host keeps
+// trying to commit an outcome it has decided when Core.FinishRetry is
+// zero. Each try may itself wait for the store's lock (store.FilesTimeout
+// in-process).
+const DefaultFinishRetry = 15 * time.Second
+
+// Backoff between tries of the final write.
+const (
+	finishFirstDelay = 50 * time.Millisecond
+	finishMaxDelay   = 2 * time.Second
+)
+
+// PendingDir is the directory, under the data directory, where a host
+// keeps the outcomes it decided but could not commit to the store.
+const PendingDir = "pending-outcomes"
+
+// RecordError says that an invocation's outcome could not be committed to
+// the store. The outcome itself stands: a command that ran is never run
+// again. Error says exactly what happened to it.
+type RecordError struct {
+	ID      string
+	Outcome string // outcome, or outcome/reason
+	Ran     bool   // the command ran (a refusal did not)
+	// Pending is the file the outcome was saved in, to be committed by the
+	// next admission; "" when it could not be saved either.
+	Pending    string
+	Err        error // why the store refused the write
+	PendingErr error // why the outcome could not be saved aside
+}
+
+func (e *RecordError) Error() string {
+	switch {
+	case !e.Ran:
+		return fmt.Sprintf("invocation %s: the outcome %s could not be recorded (%v); nothing ran", e.ID, e.Outcome, e.Err)
+	case e.Pending != "":
+		return fmt.Sprintf("invocation %s: the outcome %s could not be written to the store (%v); it is saved in %s and the next call records it",
+			e.ID, e.Outcome, e.Err, e.Pending)
+	case e.PendingErr != nil:
+		return fmt.Sprintf("invocation %s: the outcome %s could not be recorded (%v), nor saved aside (%v); its record will show %s/%s",
+			e.ID, e.Outcome, e.Err, e.PendingErr, ExecutionFailed, ReasonHostLost)
+	}
+	return fmt.Sprintf("invocation %s: the outcome %s could not be recorded (%v); its record will show %s/%s",
+		e.ID, e.Outcome, e.Err, ExecutionFailed, ReasonHostLost)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+func outcomeName(out *Outcome) string {
+	if out.Reason == "" {
+		return out.Outcome
+	}
+	return out.Outcome + "/" + out.Reason
+}
+
+// pendingOutcome is an outcome saved aside: the arguments of the one
+// FinishInvocation that could not be committed.
+type pendingOutcome struct {
+	ID         string    `json:"id"`
+	Outcome    string    `json:"outcome"`
+	Reason     string    `json:"reason,omitempty"`
+	ExitStatus int       `json:"exitStatus"`
+	Detail     string    `json:"detail,omitempty"`
+	FinishedAt time.Time `json:"finishedAt"`
+}
+
+func (p *pendingOutcome) commit(tx *store.Tx) (bool, error) {
+	return tx.FinishInvocation(p.ID, p.Outcome, p.Reason, p.ExitStatus, p.Detail, p.FinishedAt)
+}
+
+// finish commits the decided outcome of an admitted invocation. The
+// outcome never changes: when the store refuses the write (its lock not
+// taken within the bound, a full disk), the outcome is saved aside at
+// once (so a host killed while it retries loses nothing) and the same
+// write is tried again, with backoff, for Core.FinishRetry. If it still
+// fails, the saved outcome is committed by the next admission, before it
+// could resolve the open record as host_lost. The first committed outcome
+// stands.
+func (c *Core) finish(id string, out *Outcome) error {
+	p := &pendingOutcome{ID: id, Outcome: out.Outcome, Reason: out.Reason, ExitStatus: out.ExitStatus,
+		Detail: detail(out), FinishedAt: c.Now().UTC()}
+	write := func() error {
+		return c.update(func(tx *store.Tx) error {
+			_, err := p.commit(tx) // false: already committed (from the saved file)
+			return err
+		})
+	}
+	err := write()
+	if err == nil {
+		return nil
+	}
+	saved, saveErr := c.savePending(p)
+	retry := c.FinishRetry
+	if retry <= 0 {
+		retry = DefaultFinishRetry
+	}
+	deadline := time.Now().Add(retry)
+	for delay := finishFirstDelay; retryable(err) && time.Until(deadline) > 0; delay = min(2*delay, finishMaxDelay) {
+		time.Sleep(min(delay, time.Until(deadline)))
+		if err = write(); err == nil {
+			if saved != "" {
+				os.Remove(saved)
+			}
+			return nil
+		}
+	}
+	return &RecordError{ID: id, Outcome: outcomeName(out), Ran: true, Pending: saved, Err: err, PendingErr: saveErr}
+}
+
+// retryable reports whether trying the same write again may succeed: a
+// damaged store or one from a newer build will not change by waiting.
+func retryable(err error) bool {
+	var corrupt *store.CorruptError
+	var future *store.FutureError
+	return !errors.As(err, &corrupt) && !errors.As(err, &future)
+}
+
+// savePending writes p durably to PendingDir (a new file, renamed into
+// place, then the directory synced) and returns its path.
+func (c *Core) savePending(p *pendingOutcome) (string, error) {
+	dir := filepath.Join(c.DataDir, PendingDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "."+p.ID+"-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	name := filepath.Join(dir, p.ID+".json")
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return name, nil
+}
+
+// settlePending commits, in tx, every outcome saved in PendingDir whose
+// record is still open, and returns the files to remove once tx has
+// committed (those whose record is finished now or was already). A file
+// that does not decode is left alone.
+func (c *Core) settlePending(tx *store.Tx) []string {
+	dir := filepath.Join(c.DataDir, PendingDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var done []string
+	for _, e := range ents {
+		name := e.Name()
+		id, ok := strings.CutSuffix(name, ".json")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		var p pendingOutcome
+		if json.Unmarshal(data, &p) != nil || p.ID != id || p.Outcome == "" {
+			continue
+		}
+		if _, err := p.commit(tx); err != nil {
+			continue
+		}
+		done = append(done, filepath.Join(dir, name))
+	}
+	return done
+}
+
+// updateSettled runs fn in one write transaction after committing the
+// outcomes saved aside (settlePending), so that they are recorded before
+// fn could resolve their open records as host_lost; their files are
+// removed once the transaction has committed.
+func (c *Core) updateSettled(fn func(tx *store.Tx) error) error {
+	var settled []string
+	err := c.update(func(tx *store.Tx) error {
+		settled = c.settlePending(tx)
+		return fn(tx)
+	})
+	if err == nil {
+		for _, name := range settled {
+			os.Remove(name)
+		}
+	}
+	return err
+}
