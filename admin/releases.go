@@ -202,25 +202,34 @@ var hookAfterRename func()
 // directories of installs that are gone. Only directories named by a
 // digest are release directories; anything else is left alone. Under the
 // lock no install is between its rename and its commit, so a directory
-// without a record is an orphan. Sweeping is best effort: a directory
-// that cannot be removed now is tried again at the next change.
+// without a record is an orphan.
+//
+// A record names its directory twice, by its digest and by the directory
+// it was installed to, and either keeps it. When the release records do
+// not all read, the store is damaged and nothing is removed: the files
+// may be what the owner recovers from. Sweeping is best effort: a
+// directory that cannot be removed now is tried again at the next change.
 func (a *Admin) sweepReleases(tx *store.Tx) {
 	stagingMu.Lock()
 	a.removeStaleStaging()
 	stagingMu.Unlock()
+	rels, err := tx.Releases()
+	if err != nil {
+		return
+	}
+	named := map[string]bool{}
+	for _, r := range rels {
+		named[strings.TrimPrefix(r.Digest, "sha256:")] = true
+		named[filepath.Base(r.Dir)] = true
+	}
 	entries, err := os.ReadDir(a.ReleasesDir())
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() || !isHexDigest(e.Name()) {
-			continue
+		if e.IsDir() && isHexDigest(e.Name()) && !named[e.Name()] {
+			removeTree(filepath.Join(a.ReleasesDir(), e.Name()))
 		}
-		rel, err := tx.Release("sha256:" + e.Name())
-		if err != nil || rel != nil {
-			continue // referenced, or unknown: keep
-		}
-		removeTree(filepath.Join(a.ReleasesDir(), e.Name()))
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/trust"
 )
@@ -289,4 +291,41 @@ func TestOrphanSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStore(t, a)
+}
+
+// TestSweepSparesDamagedStore: when the release records do not all read,
+// an owner change removes no release directory, not even an orphan —
+// they may be what the owner recovers from.
+func TestSweepSparesDamagedStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills real processes")
+	}
+	dataDir := t.TempDir()
+	a := admin.New(dataDir)
+	deploy := copyExample(t, "deploy")
+	if _, err := a.Install(deploy, pinOf(t, deploy)); err != nil {
+		t.Fatal(err)
+	}
+	orphan := crashInstall(t, dataDir, copyExample(t, "greet"))
+	// A second release record that does not decode.
+	db, err := bolt.Open(a.StorePath(), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("releases")).Put([]byte("sha256:"+strings.Repeat("0", 64)), []byte("not a record"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The change itself reads no inactive release: it is published.
+	if _, _, err := a.ApplyProfile(profileJSON("spared")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Base(orphan), strings.TrimPrefix(pinOf(t, deploy), "sha256:")}
+	sort.Strings(want)
+	if got := releaseDirs(t, a); !slices.Equal(got, want) {
+		t.Fatalf("the releases directory holds %v, want %v", got, want)
+	}
 }
