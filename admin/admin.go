@@ -115,7 +115,8 @@ func candidateFrom(rev *store.Revision) (*Candidate, error) {
 	}
 	p, err := profile.Parse(rev.Profile)
 	if err != nil {
-		return nil, fmt.Errorf("revision %d holds an unreadable profile: %w", rev.Number, err)
+		// It was valid when it was published.
+		return nil, &store.CorruptError{Bucket: "revisions", Key: fmt.Sprint(rev.Number), Err: fmt.Errorf("unreadable profile: %w", err)}
 	}
 	c.Profile = p
 	for _, ap := range rev.Packages {
@@ -283,7 +284,10 @@ func (a *Admin) State() (*State, error) {
 		}
 		proj, problems := project(tx, c, rev)
 		if len(problems) > 0 {
-			return fmt.Errorf("the active revision %d does not project: %s", rev, strings.Join(problems, "; "))
+			// It projected when it was published: what changed is the
+			// store.
+			return &store.CorruptError{Bucket: "revisions", Key: fmt.Sprint(rev),
+				Err: fmt.Errorf("the active revision does not project: %s", strings.Join(problems, "; "))}
 		}
 		st.Revision, st.Profile, st.Projection = cur, c.Profile, proj
 		st.Releases, err = tx.Releases()

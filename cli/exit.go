@@ -83,6 +83,7 @@ func exitStatus(err error) int {
 	var ue *UsageError
 	var locked *store.LockedError
 	var future *store.FutureError
+	var corrupt *store.CorruptError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -90,7 +91,7 @@ func exitStatus(err error) int {
 		return ee.Status
 	case errors.As(err, &ue):
 		return ExitUsage
-	case errors.As(err, &locked), errors.As(err, &future):
+	case errors.As(err, &locked), errors.As(err, &future), errors.As(err, &corrupt):
 		return ExitTempFail
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted

@@ -53,32 +53,39 @@ func (c *Core) Resolve(words []string) (*Target, int, error) {
 }
 
 // pin loads the profile of revision rev and command index cmd of release
-// digest.
+// digest. What it finds inconsistent was consistent when the revision was
+// published, so it is a damaged store (*store.CorruptError).
 func pin(tx *store.Tx, rev uint64, digest string, cmd int) (*Target, error) {
 	hdr, err := tx.RevisionHeader(rev)
 	if err != nil {
 		return nil, err
 	}
+	revision := func(format string, args ...any) error {
+		return &store.CorruptError{Bucket: "revisions", Key: fmt.Sprint(rev), Err: fmt.Errorf(format, args...)}
+	}
+	release := func(format string, args ...any) error {
+		return &store.CorruptError{Bucket: "releases", Key: digest, Err: fmt.Errorf(format, args...)}
+	}
 	if hdr == nil {
-		return nil, fmt.Errorf("the active revision %d is missing from the store; run `rukh doctor`", rev)
+		return nil, revision("the revision is missing")
 	}
 	p, err := profile.Parse(hdr.Profile)
 	if err != nil {
-		return nil, fmt.Errorf("revision %d: %w", rev, err)
+		return nil, revision("unreadable profile: %w", err)
 	}
 	rel, err := tx.Release(digest)
 	if err != nil {
 		return nil, err
 	}
 	if rel == nil {
-		return nil, fmt.Errorf("release %s of revision %d is not installed; run `rukh doctor`", digest, rev)
+		return nil, release("the release of revision %d is not installed", rev)
 	}
 	d, err := descriptor.Decode(rel.Descriptor)
 	if err != nil {
-		return nil, fmt.Errorf("release %s: stored descriptor: %w", digest, err)
+		return nil, release("stored descriptor: %w", err)
 	}
 	if cmd < 0 || cmd >= len(d.Commands) {
-		return nil, fmt.Errorf("release %s has no command #%d", digest, cmd)
+		return nil, release("the release has no command #%d", cmd)
 	}
 	return &Target{Revision: rev, Profile: p, Release: rel, Package: d, Command: d.Commands[cmd]}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -22,8 +23,27 @@ const maxCheckErrors = 100
 // only at that revision's packages; audit sequence numbers are 1..M
 // without gaps. It returns nil or all problems found (up to 100),
 // joined.
+//
+// The pages are first checked with plain reads of the file (every page
+// pointer inside the file, every key and value inside its page, no page
+// reached twice), because bbolt's check runs in a goroutine of its own
+// where a fault on a damaged pointer would crash the process, and loops
+// on a cycle; bbolt's check runs only on a file that passed.
+//
+// What it finds is a *CorruptError for the store, listing the problems.
 func (tx *Tx) Check() error {
+	if err := tx.check(); err != nil {
+		return &CorruptError{Path: tx.s.path, Err: err}
+	}
+	return nil
+}
+
+func (tx *Tx) check() error {
 	c := &checker{}
+	if err := tx.checkPages(); err != nil {
+		c.add(err)
+		return c.err()
+	}
 	for err := range tx.tx.Check() {
 		c.add(fmt.Errorf("bbolt: %w", err))
 	}
@@ -39,6 +59,21 @@ func (tx *Tx) Check() error {
 	tx.checkRoutes(c, revs)
 	tx.checkAudit(c)
 	return c.err()
+}
+
+// checkPages checks every page of the file with plain reads, from the
+// meta page bbolt uses, and reports a damaged meta page too (bbolt falls
+// back to the other one, losing the last transaction).
+func (tx *Tx) checkPages() error {
+	f, err := os.Open(tx.s.path)
+	if err != nil {
+		return fmt.Errorf("read the store file: %w", err)
+	}
+	defer f.Close()
+	if err := checkFile(f, true, true); err != nil {
+		return fmt.Errorf("pages: %w", err)
+	}
+	return nil
 }
 
 // Check runs Tx.Check in a read-only transaction.

@@ -274,7 +274,11 @@ func TestCorruptErrorUnwraps(t *testing.T) {
 	if !errors.Is(err, inner) {
 		t.Error("CorruptError does not unwrap")
 	}
-	if got, want := err.Error(), "the store record b/k is corrupt: inner; run `rukh doctor`"; got != want {
+	if got, want := err.Error(), "the store is damaged: record b/k is corrupt: inner; "+store.Recovery; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	err = &store.CorruptError{Path: "/data/store.db", Err: inner}
+	if got, want := err.Error(), "the store at /data/store.db is damaged: inner; copy the file somewhere safe, then run `rukh doctor` and follow \"Recovering a damaged store\" in the owner guide (docs/owner.md)"; got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}
 }

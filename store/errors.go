@@ -1,6 +1,9 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // LockedError is returned by Open when another process held the store's
 // lock for longer than Options.Timeout.
@@ -36,20 +39,37 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("the profile changed while this change was prepared (it was built on revision %d, the active revision is now %d); retry", e.Parent, e.Active)
 }
 
-// CorruptError reports a record or bucket that does not have the shape
-// this schema version writes.
+// CorruptError reports a damaged store: a record or bucket that does not
+// have the shape this schema version writes (Bucket, Key), or damage to
+// the file itself that bbolt found, or panicked or faulted on, or that a
+// check of its pages found (no Bucket). The CLI exits 75 on it.
 type CorruptError struct {
-	Bucket string
+	Path   string // the store file; set by the Store that found it
+	Bucket string // "" for damage to the file itself
 	Key    string // printable form of the key; "" for a whole bucket
 	Err    error
 }
 
+// Recovery is what a *CorruptError's message tells the owner to do; the
+// owner guide ("Recovering a damaged store", docs/owner.md) has the steps.
+const Recovery = "copy the file somewhere safe, then run `rukh doctor` and follow \"Recovering a damaged store\" in the owner guide (docs/owner.md)"
+
 func (e *CorruptError) Error() string {
-	where := e.Bucket
-	if e.Key != "" {
-		where += "/" + e.Key
+	var b strings.Builder
+	b.WriteString("the store")
+	if e.Path != "" {
+		b.WriteString(" at " + e.Path)
 	}
-	return fmt.Sprintf("the store record %s is corrupt: %v; run `rukh doctor`", where, e.Err)
+	b.WriteString(" is damaged: ")
+	if e.Bucket != "" {
+		where := e.Bucket
+		if e.Key != "" {
+			where += "/" + e.Key
+		}
+		fmt.Fprintf(&b, "record %s is corrupt: ", where)
+	}
+	fmt.Fprintf(&b, "%v; %s", e.Err, Recovery)
+	return b.String()
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }

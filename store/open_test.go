@@ -284,7 +284,7 @@ func TestOpenRefusesOtherFiles(t *testing.T) {
 			if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 1000), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, "open the store"},
+		}, "is damaged: bbolt cannot open it: invalid database"},
 		{"foreign bbolt file", func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bolt.Tx) error {
 				_, err := tx.CreateBucket([]byte("other"))

@@ -15,12 +15,15 @@
 package store
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,6 +34,10 @@ import (
 // store with a newer version is refused (*FutureError); an older one is
 // migrated by Open.
 const SchemaVersion = 1
+
+// maxSchemaVersion bounds the schema versions a future build may write:
+// a larger one is a damaged meta record, not a newer store.
+const maxSchemaVersion = 1 << 16
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.
@@ -62,6 +69,7 @@ type Store struct {
 	lock   *os.File // holds the lock file (LockSuffix) until Close
 	path   string
 	secret []byte
+	wedged atomic.Pointer[CorruptError] // set when bbolt could not end a transaction
 }
 
 // Open opens the store at path, creating it (and its directory, 0700) if
@@ -103,7 +111,7 @@ func Open(path string, opts Options) (*Store, error) {
 			lock.Close()
 		}
 	}
-	db, err := bolt.Open(abs, 0o600, &bolt.Options{
+	db, err := openBolt(abs, &bolt.Options{
 		// What is left of the timeout. bbolt retries every 50ms and
 		// gives up once less than 50ms of its timeout is left; the extra
 		// 50ms make the whole wait at least timeout (and at most about
@@ -117,6 +125,10 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, &LockedError{Path: abs}
 	case err != nil:
 		release()
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no store at %s: %w", abs, err)
 		}
@@ -137,12 +149,14 @@ func Open(path string, opts Options) (*Store, error) {
 func (s *Store) prepare(readOnly bool) error {
 	var version uint64
 	var fresh bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.run(false, func(tx *bolt.Tx) error {
 		var err error
 		version, fresh, err = readVersion(tx)
 		return err
 	})
-	if err != nil {
+	if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+		return err
+	} else if err != nil {
 		return fmt.Errorf("the store at %s: %w", s.path, err)
 	}
 	if version > SchemaVersion {
@@ -155,12 +169,14 @@ func (s *Store) prepare(readOnly bool) error {
 			}
 			return fmt.Errorf("the store at %s has schema version %d and needs migrating to %d; open it read-write once", s.path, version, SchemaVersion)
 		}
-		err := s.db.Update(func(tx *bolt.Tx) error { return migrate(tx, version) })
-		if err != nil {
+		err := s.run(true, func(tx *bolt.Tx) error { return migrate(tx, version) })
+		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+			return err
+		} else if err != nil {
 			return fmt.Errorf("migrate the store at %s from schema version %d: %w", s.path, version, err)
 		}
 	}
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.run(false, func(tx *bolt.Tx) error {
 		secret := tx.Bucket(bucketMeta).Get(keySecret)
 		if len(secret) != secretSize {
 			return &CorruptError{Bucket: string(bucketMeta), Key: string(keySecret), Err: fmt.Errorf("secret has %d bytes, want %d", len(secret), secretSize)}
@@ -176,8 +192,15 @@ func (s *Store) prepare(readOnly bool) error {
 func readVersion(tx *bolt.Tx) (version uint64, fresh bool, err error) {
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
-		empty := true
-		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+		empty, ours := true, false
+		_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			empty = false
+			ours = ours || slices.ContainsFunc(topBuckets, func(b []byte) bool { return bytes.Equal(b, name) })
+			return nil
+		})
+		if ours {
+			return 0, false, &CorruptError{Bucket: string(bucketMeta), Err: errors.New("bucket is missing")}
+		}
 		if !empty {
 			return 0, false, errors.New("this bbolt file is not a rukh store (no meta bucket)")
 		}
@@ -187,12 +210,16 @@ func readVersion(tx *bolt.Tx) (version uint64, fresh bool, err error) {
 	if len(v) != 8 {
 		return 0, false, &CorruptError{Bucket: string(bucketMeta), Key: string(keySchema), Err: fmt.Errorf("schema version has %d bytes, want 8", len(v))}
 	}
-	return binary.BigEndian.Uint64(v), false, nil
+	version = binary.BigEndian.Uint64(v)
+	if version > maxSchemaVersion {
+		return 0, false, &CorruptError{Bucket: string(bucketMeta), Key: string(keySchema), Err: fmt.Errorf("schema version %d is not one any build writes", version)}
+	}
+	return version, false, nil
 }
 
 // Close releases the file locks. Transactions must have finished.
 func (s *Store) Close() error {
-	err := s.db.Close()
+	err := s.closeBolt()
 	if s.lock != nil {
 		s.lock.Close()
 	}
@@ -202,15 +229,18 @@ func (s *Store) Close() error {
 // Path is the absolute path of the store file.
 func (s *Store) Path() string { return s.path }
 
-// View runs fn in a read-only transaction.
+// View runs fn in a read-only transaction. Damage to the file that bbolt
+// meets on the way — a panic in bbolt, a fault reading the file — is a
+// *CorruptError, as is a record that does not decode.
 func (s *Store) View(fn func(*Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+	return s.run(false, func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
 }
 
 // Update runs fn in one read-write transaction, committed when fn returns
-// nil and rolled back when it returns an error (or panics).
+// nil and rolled back when it returns an error (or panics). Damage to the
+// file is a *CorruptError, as in View.
 func (s *Store) Update(fn func(*Tx) error) error {
-	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+	return s.run(true, func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
 }
 
 // Tx is a transaction with typed accessors. It is valid only inside the

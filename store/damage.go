@@ -1,0 +1,203 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// A damaged store file must be an error, never a crash. bbolt trusts the
+// file: it follows page pointers through its memory map without bounds
+// checks and panics on what it finds inconsistent. So every use of bbolt
+// here runs with debug.SetPanicOnFault on its goroutine, which turns a
+// fault reading the map (a pointer past the file's end) into a panic, and
+// recovers the panics that come from bbolt, or from reading its map, as a
+// *CorruptError. A panic from anywhere else is a bug and is not hidden.
+//
+// What recovery cannot catch — a loop through a cycle of page pointers,
+// or a fault in the goroutine bbolt's own Check starts — is kept from
+// happening by checking the file with plain reads first (verify.go):
+// quickly at every open, fully when it looks inconsistent and in Check.
+
+// damaged is the *CorruptError for damage found in the file at path.
+func damaged(path string, err error) *CorruptError {
+	return &CorruptError{Path: path, Err: err}
+}
+
+// fromBolt reports whether the panic value r came from bbolt or from a
+// fault reading memory: a fault at a real address (SetPanicOnFault's
+// runtime error, which has an Addr method) can only be bbolt's map inside
+// a transaction, and any other panic counts when the function that raised
+// it is bbolt's. It must be called from the deferred function that
+// recovered r, so that the stack still shows where the panic began.
+func fromBolt(r any) bool {
+	if _, ok := r.(interface{ Addr() uintptr }); ok {
+		return true
+	}
+	pcs := make([]uintptr, 128)
+	n := runtime.Callers(2, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	panicking := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicking = true
+		case panicking && !strings.HasPrefix(f.Function, "runtime."):
+			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt")
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// panicError describes a recovered panic.
+func panicError(r any) error {
+	if err, ok := r.(error); ok {
+		return fmt.Errorf("bbolt failed reading it: %w", err)
+	}
+	return fmt.Errorf("bbolt failed reading it: %v", r)
+}
+
+// openBolt is bolt.Open for the store at path, with the damage bbolt
+// finds, or panics on, as a *CorruptError. Once bbolt has the file (and
+// its lock), the file is checked with plain reads: a problem there is a
+// *CorruptError too, and the file is closed again.
+func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if !fromBolt(r) {
+				panic(r)
+			}
+			db, err = nil, damaged(path, panicError(r))
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, opts)
+	switch {
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
+		return nil, damaged(path, fmt.Errorf("bbolt cannot open it: %w", err))
+	case err != nil:
+		return nil, err
+	}
+	if err := checkOpened(db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// checkOpened checks the file bbolt just opened (under its lock) before
+// any transaction reads it. A file bbolt made just now is empty.
+func checkOpened(db *bolt.DB, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open the store at %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := checkFile(f, false, false); err != nil {
+		return damaged(path, err)
+	}
+	return nil
+}
+
+// run runs fn in one bbolt transaction, read-write when writable: fn's
+// error rolls it back, nil commits it (a read transaction is always
+// rolled back). A panic from bbolt, or a fault reading its map, is
+// recovered as a *CorruptError after the transaction is rolled back; if
+// even the rollback fails, bbolt may still hold its writer lock, so the
+// store is wedged: every later transaction fails at once and Close leaves
+// bbolt alone. A panic from anywhere else is passed on, after the
+// rollback.
+func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
+	if w := s.wedged.Load(); w != nil {
+		return w
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var btx *bolt.Tx
+	defer func() {
+		r := recover()
+		if r != nil && writable && btx == nil {
+			// Begin itself failed half-way, with the writer lock taken.
+			s.wedge(r)
+		}
+		if btx != nil && btx.DB() != nil && !rollback(btx) {
+			s.wedge(r)
+		}
+		if r == nil {
+			return
+		}
+		if !fromBolt(r) {
+			panic(r)
+		}
+		err = damaged(s.path, panicError(r))
+	}()
+	btx, err = s.db.Begin(writable)
+	if err != nil {
+		return err
+	}
+	err = fn(btx)
+	if err != nil || !writable {
+		if rerr := btx.Rollback(); err == nil {
+			err = rerr
+		}
+		return s.named(err)
+	}
+	return s.named(btx.Commit())
+}
+
+// rollback rolls btx back and reports whether it ended.
+func rollback(btx *bolt.Tx) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_ = btx.Rollback()
+	return btx.DB() == nil
+}
+
+// wedge marks the store as unusable after a transaction could not be
+// ended.
+func (s *Store) wedge(r any) {
+	cause := errors.New("bbolt could not end a transaction on it")
+	if r != nil {
+		cause = fmt.Errorf("%w after: %w", cause, panicError(r))
+	}
+	s.wedged.CompareAndSwap(nil, damaged(s.path, cause))
+}
+
+// named gives a *CorruptError in err the store's path.
+func (s *Store) named(err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) && ce.Path == "" {
+		ce.Path = s.path
+	}
+	return err
+}
+
+// closeBolt closes bbolt's file unless the store is wedged: then bbolt's
+// Close would wait forever for the writer lock the failed transaction
+// holds, and the file stays open (and locked) until the process ends.
+func (s *Store) closeBolt() (err error) {
+	if s.wedged.Load() != nil {
+		return nil
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if !fromBolt(r) {
+				panic(r)
+			}
+			err = damaged(s.path, panicError(r))
+		}
+	}()
+	return s.db.Close()
+}
