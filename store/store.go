@@ -5,7 +5,8 @@
 // The store knows nothing about descriptors or profiles. It keeps plain
 // records whose opaque parts are bytes supplied by the caller, encoded as
 // CBOR with Core Deterministic Encoding and decoded strictly: a record
-// that does not decode is a *CorruptError, never a panic.
+// that does not decode is a *CorruptError, never a panic. So is a damaged
+// file, whatever bbolt makes of it (damage.go, verify.go).
 //
 // Every wait is bounded: Open gives up on a held lock after
 // Options.Timeout with a *LockedError. Waiters queue on a blocking lock of
