@@ -155,7 +155,7 @@ func stage(src, staging string) error {
 	case fi.IsDir():
 		return copyRelease(src, staging)
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is neither a release archive nor a directory (%s)", src, kindOf(fi.Mode()))
+		return fmt.Errorf("%s is neither a release archive nor a directory (%s)", src, trust.KindOf(fi.Mode()))
 	}
 	return trust.Unpack(f, staging)
 }
@@ -170,18 +170,6 @@ func stage(src, staging string) error {
 func copyRelease(src, dst string) error {
 	_, err := trust.CopyRelease(src, dst)
 	return err
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }
 
 // liveStaging holds the staging directories of installs running in this

@@ -1,9 +1,11 @@
 package invoke
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/profile"
@@ -69,7 +71,7 @@ func pin(tx *store.Tx, rev uint64, digest string, cmd int) (*Target, error) {
 	if hdr == nil {
 		return nil, revision("the revision is missing")
 	}
-	p, err := profile.Parse(hdr.Profile)
+	p, err := decoded(hdr.Profile, profile.Parse)
 	if err != nil {
 		return nil, revision("unreadable profile: %w", err)
 	}
@@ -80,7 +82,7 @@ func pin(tx *store.Tx, rev uint64, digest string, cmd int) (*Target, error) {
 	if rel == nil {
 		return nil, release("the release of revision %d is not installed", rev)
 	}
-	d, err := descriptor.Decode(rel.Descriptor)
+	d, err := decoded(rel.Descriptor, descriptor.Decode)
 	if err != nil {
 		return nil, release("stored descriptor: %w", err)
 	}
@@ -211,4 +213,37 @@ func (c *Core) CheckStore() error {
 		}
 		return tx.Check()
 	})
+}
+
+// decodeCache keeps what pin decoded, by the SHA-256 of the stored bytes:
+// a warm host (rukhd, rukh mcp) then pins a command without decoding its
+// release's descriptor and the profile again on every call. The values
+// are never modified after decoding; the cache is bounded and starts over
+// when full.
+var decodeCache struct {
+	sync.Mutex
+	m map[[32]byte]any
+}
+
+const decodeCacheSize = 256
+
+func decoded[T any](data []byte, decode func([]byte) (T, error)) (T, error) {
+	key := sha256.Sum256(data)
+	decodeCache.Lock()
+	v, ok := decodeCache.m[key]
+	decodeCache.Unlock()
+	if ok {
+		return v.(T), nil
+	}
+	t, err := decode(data)
+	if err != nil {
+		return t, err
+	}
+	decodeCache.Lock()
+	if decodeCache.m == nil || len(decodeCache.m) >= decodeCacheSize {
+		decodeCache.m = map[[32]byte]any{}
+	}
+	decodeCache.m[key] = t
+	decodeCache.Unlock()
+	return t, nil
 }

@@ -187,6 +187,28 @@ func TestConfinement(t *testing.T) {
 	}
 }
 
+// mcp starts `rukh mcp` with a go-sdk client and returns the session and
+// the tool names by title.
+func (c *confined) mcp(t *testing.T) (*sdk.ClientSession, map[string]string) {
+	t.Helper()
+	cmd := exec.Command(c.rukh, "mcp")
+	cmd.Env = c.env
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, tool := range tools.Tools {
+		names[tool.Title] = tool.Name
+	}
+	return cs, names
+}
+
 func pick(cond bool, yes, no string) string {
 	if cond {
 		return yes
@@ -206,24 +228,8 @@ func TestEnforcementUnavailable(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 69 and the missing helper named", status, stderr)
 	}
 	ctx := context.Background()
-	cmd := exec.Command(c.rukh, "mcp")
-	cmd.Env = c.env
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var name string
-	for _, tool := range tools.Tools {
-		if tool.Title == "Probe" {
-			name = tool.Name
-		}
-	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{"what": "tmpdir"}})
+	cs, names := c.mcp(t)
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: names["Probe"], Arguments: map[string]any{"what": "tmpdir"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,21 +249,7 @@ func TestEnforcementUnavailable(t *testing.T) {
 func TestConfinementMCP(t *testing.T) {
 	c := newConfined(t, "strict")
 	ctx := context.Background()
-	cmd := exec.Command(c.rukh, "mcp")
-	cmd.Env = c.env
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]string{}
-	for _, tool := range tools.Tools {
-		names[tool.Title] = tool.Name
-	}
+	cs, names := c.mcp(t)
 	for _, tc := range []struct {
 		tool string
 		args map[string]any

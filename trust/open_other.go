@@ -13,7 +13,7 @@ func openNoFollow(root *os.Root, p string) (*os.File, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &notRegularError{kind: kindOf(fi.Mode())}
+		return nil, &notRegularError{kind: KindOf(fi.Mode())}
 	}
 	return root.Open(p)
 }

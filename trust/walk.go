@@ -91,7 +91,7 @@ func checkFileMode(p string, m fs.FileMode) *Error {
 	case m.IsDir():
 		return nil
 	case !m.IsRegular():
-		return refuse(CodeSpecialFile, p, "%s, not a regular file; a release holds regular files and directories only, so remove it", kindOf(m))
+		return refuse(CodeSpecialFile, p, "%s, not a regular file; a release holds regular files and directories only, so remove it", KindOf(m))
 	case m&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0:
 		return refuse(CodeSetuid, p, "file has a setuid, setgid or sticky bit; clear it with chmod")
 	}
@@ -169,8 +169,9 @@ type notRegularError struct{ kind string }
 
 func (e *notRegularError) Error() string { return "the file is " + e.kind }
 
-// kindOf names the type of a file that is not a regular one.
-func kindOf(m fs.FileMode) string {
+// KindOf names the type of a file that is not a regular one, for messages
+// ("a named pipe").
+func KindOf(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
