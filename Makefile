@@ -17,7 +17,10 @@ LDFLAGS  := -X github.com/rukh-cli/rukh/internal/buildid.stamp=$(STAMP)
 all: build
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh ./cmd/rukhd ./cmd/rukh-sandbox
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
+	# The enforcement helper starts before every restricted or strict
+	# command: static, it starts without the dynamic loader.
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh-sandbox
 	$(GO) build -o examples/hello-go/bin/hello ./examples/hello-go
 
 # The owner flow on a throwaway RUKH_HOME (./.demo), never your own.
