@@ -207,10 +207,18 @@ func (s *Server) stale() bool {
 func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 	c := wire.NewConn(uc)
 	defer c.Close()
-	uid, err := peerUID(uc)
+	uid, pid, err := peerCred(uc)
 	if err != nil || uid != os.Getuid() {
 		s.Logger.Warn("refused a connection from another user", "uid", uid, "error", err)
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBadRequest, "this daemon serves uid %d only", os.Getuid())})
+		return
+	}
+	if !sameUserNamespace(pid) {
+		// A strict command runs in a user namespace of its own that maps
+		// the user to itself: its uid looks like the owner's, but it must
+		// never reach the daemon, which would run anything for it.
+		s.Logger.Warn("refused a connection from another user namespace (a confined command?)", "pid", pid)
+		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBadRequest, "this daemon serves its own user namespace only")})
 		return
 	}
 	uc.SetReadDeadline(time.Now().Add(helloWait))
@@ -482,22 +490,31 @@ func rss() int64 {
 	return res * int64(os.Getpagesize())
 }
 
-func peerUID(c *net.UnixConn) (int, error) {
+// sameUserNamespace reports whether process pid is in the daemon's user
+// namespace. A peer whose namespace cannot be read is not.
+func sameUserNamespace(pid int) bool {
+	own, err1 := os.Readlink("/proc/self/ns/user")
+	peer, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))
+	return err1 == nil && err2 == nil && own == peer
+}
+
+// peerCred reads the peer's uid and pid from the kernel (SO_PEERCRED).
+func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	var cred *syscall.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	}); err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	if cerr != nil {
-		return -1, cerr
+		return -1, 0, cerr
 	}
-	return int(cred.Uid), nil
+	return int(cred.Uid), int(cred.Pid), nil
 }
 
 func closeAll(files []*os.File) {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -377,5 +378,33 @@ func TestInsecureDataDir(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 75 || !strings.Contains(string(out), "belongs to uid 65534") {
 			t.Errorf("another user's data dir: %v: %s", err, out)
 		}
+	}
+}
+
+// A strict command cannot use rukhd to get out: the daemon refuses a peer
+// in another user namespace, though its uid looks like the owner's. (A
+// host command may talk to it: it has the user's rights anyway.)
+func TestStrictCannotReachDaemon(t *testing.T) {
+	c := newConfined(t, "strict")
+	rukhd := filepath.Join(c.dir, "bin", "rukhd")
+	if out, err := exec.Command("go", "build", "-o", rukhd, "../cmd/rukhd").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	d := exec.Command(rukhd)
+	d.Env = c.env
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Process.Signal(syscall.SIGTERM); d.Wait() }()
+	sock := filepath.Join(c.home, "run", "rukhd.sock")
+	for range 1500 { // a hang guard: 15 s
+		if _, _, status := c.run(t, "daemon", "status"); status == 0 {
+			break
+		}
+		sleep10ms()
+	}
+	out, stderr, status := c.run(t, "probe", "daemon", sock)
+	if status != 0 || out != "error: bad_request: this daemon serves its own user namespace only" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the daemon's refusal", status, out, stderr)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/extsdk"
+	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/wire"
 )
 
 func main() {
@@ -35,6 +37,26 @@ func main() {
 			c, err = net.DialTimeout("tcp", arg, 2*time.Second)
 			if c != nil {
 				c.Close()
+			}
+		case "daemon":
+			// Talk to rukhd as a client would: it must refuse a confined
+			// command, which could otherwise have it run anything.
+			var c net.Conn
+			c, err = net.DialTimeout("unix", arg, 2*time.Second)
+			if err == nil {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				var m *wire.Msg
+				if err = wire.Write(c, &wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: buildid.ID(), Name: "rukh"}}); err == nil {
+					m, err = wire.Read(c)
+				}
+				switch {
+				case err != nil:
+				case m.Error != nil:
+					err = fmt.Errorf("%s: %s", m.Error.Code, m.Error.Message)
+				default:
+					out = "the daemon answered hello"
+				}
 			}
 		case "tmpdir":
 			err = os.WriteFile(os.Getenv("TMPDIR")+"/probe", []byte("x"), 0o600)
