@@ -206,11 +206,12 @@ func (s *Server) stale() bool {
 // serveConn serves one connection: peer check, hello, one operation.
 func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 	c := wire.NewConn(uc)
+	c.WriteTimeout = writeWait
 	defer c.Close()
 	uid, pid, err := peerCred(uc)
 	if err != nil || uid != os.Getuid() {
 		s.Logger.Warn("refused a connection from another user", "uid", uid, "error", err)
-		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBadRequest, "this daemon serves uid %d only", os.Getuid())})
+		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "this daemon serves uid %d only", os.Getuid()))
 		return
 	}
 	if !sameUserNamespace(pid) {
@@ -218,7 +219,7 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		// the user to itself: its uid looks like the owner's, but it must
 		// never reach the daemon, which would run anything for it.
 		s.Logger.Warn("refused a connection from another user namespace (a confined command?)", "pid", pid)
-		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBadRequest, "this daemon serves its own user namespace only")})
+		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "this daemon serves its own user namespace only"))
 		return
 	}
 	uc.SetReadDeadline(time.Now().Add(helloWait))
@@ -262,7 +263,9 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 	if err := c.Send(&wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: s.Build, Name: s.Name, PID: os.Getpid()}}); err != nil {
 		return
 	}
+	uc.SetReadDeadline(time.Now().Add(helloWait)) // the request follows the hello at once
 	req, files, err := c.Receive()
+	uc.SetReadDeadline(time.Time{})
 	if err != nil {
 		closeAll(files)
 		s.refuse(c, err, "")
@@ -271,8 +274,22 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 	s.serveRequest(ctx, c, req, files)
 }
 
-// helloWait bounds how long a client may take to say hello.
-const helloWait = 5 * time.Second
+// refusePeer answers a peer it will not serve with e, after reading (and
+// ignoring) its hello, so that the peer reads the refusal rather than a
+// broken pipe.
+func refusePeer(uc *net.UnixConn, c *wire.Conn, e *wire.Error) {
+	uc.SetReadDeadline(time.Now().Add(time.Second))
+	_, files, _ := c.Receive()
+	closeAll(files)
+	c.Send(&wire.Msg{Error: e})
+}
+
+// helloWait bounds how long a client may take to say hello and send its
+// request; writeWait, how long a client may leave a frame unread.
+const (
+	helloWait = 5 * time.Second
+	writeWait = 5 * time.Second
+)
 
 func (s *Server) refuse(c *wire.Conn, err error, msg string) {
 	if errors.Is(err, io.EOF) {

@@ -56,8 +56,14 @@ func Main(name string, args []string) int {
 		return exitOK
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The first SIGTERM or Ctrl-C stops the daemon cleanly (running
+	// invocations are stopped and recorded); a second one ends it at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, name, *idle, logger); err != nil {
 		fmt.Fprintf(os.Stderr, "%sd: %v\n", name, err)
 		var ee *exitError

@@ -42,11 +42,20 @@ func pathResource(resource string) (clean, real string, err error) {
 		return "", "", fmt.Errorf("%q is not an absolute path", p)
 	}
 	clean = filepath.Clean(p)
-	real = clean
-	if r, err := filepath.EvalSymlinks(clean); err == nil {
-		real = r
+	// Resolve the longest part that exists, and keep the rest: a path
+	// that does not exist yet may still lead through a symlink.
+	existing, rest := clean, ""
+	for {
+		if r, err := filepath.EvalSymlinks(existing); err == nil {
+			return clean, filepath.Join(r, rest), nil
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			return clean, clean, nil
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = parent
 	}
-	return clean, real, nil
 }
 
 // Invoke runs one call of a pinned target through every phase and returns

@@ -128,11 +128,13 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	token := newToken()
 	args := append([]string{prog}, cmd.Execute.Args...)
 	env := childEnv(req.Env)
+	// Every command carries its invocation id, so that what it leaves
+	// running can be found if its host dies (hostAlive).
+	env = append(env, extproto.EnvInvocationID+"="+id)
 	if !managed {
 		args = append(args, req.Argv...)
 	} else {
-		env = append(env, extproto.EnvFD+"=3", extproto.EnvToken+"="+token,
-			extproto.EnvInvocationID+"="+id, extproto.EnvCommand+"="+cmd.Identity)
+		env = append(env, extproto.EnvFD+"=3", extproto.EnvToken+"="+token, extproto.EnvCommand+"="+cmd.Identity)
 	}
 	ex := &exec.Cmd{Path: prog, Args: args, Dir: req.Dir, Env: env,
 		// Pdeathsig: the command dies with its host (a kill -9 of rukh or
@@ -209,6 +211,16 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		closeAfterStart = append(closeAfterStart, w)
 	}
 
+	if ctx.Err() != nil {
+		// Cancelled while it waited to be admitted: nothing is started.
+		closeAll(closeAfterStart)
+		closeAll(readEnds)
+		reason := ReasonInterrupted
+		if req.CancelReason != nil {
+			reason = req.CancelReason()
+		}
+		return &Outcome{Outcome: Cancelled, Reason: reason, Message: fmt.Sprintf("%s was cancelled before it started (%s)", cmd.Identity, reason)}
+	}
 	err := ex.Start()
 	closeAll(closeAfterStart)
 	if err != nil {

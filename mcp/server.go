@@ -262,6 +262,7 @@ type adapter struct {
 	why      atomic.Pointer[string]      // why life ended: the first reason given
 	conn     atomic.Pointer[sessionConn] // the session's connection, once connected
 	diag     io.Writer                   // the diagnostics log, one Write a line
+	mu       sync.Mutex                  // orders begin against end
 	inflight sync.WaitGroup
 }
 
@@ -269,8 +270,22 @@ type adapter struct {
 // reasonClientCancelled), stopping every running invocation; the
 // first reason given is the one kept.
 func (a *adapter) end(reason string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.why.CompareAndSwap(nil, &reason)
 	a.stop()
+}
+
+// begin counts a call in, unless the session has ended: no call may start
+// once Run waits for the running ones.
+func (a *adapter) begin() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.life.Err() != nil {
+		return false
+	}
+	a.inflight.Add(1)
+	return true
 }
 
 // cancelReason says why a call's context ended: the session's reason when
@@ -348,7 +363,9 @@ func toSDK(t *wire.Tool) *sdk.Tool {
 func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result, error) {
 	// An invocation ends with its request (notifications/cancelled) or with
 	// the session, whichever comes first.
-	a.inflight.Add(1)
+	if !a.begin() {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is stopping; nothing was run"}
+	}
 	defer a.inflight.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

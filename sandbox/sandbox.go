@@ -143,6 +143,12 @@ func Apply(spec *Spec) error {
 	if err := landlock.V4.Restrict(rules...); err != nil {
 		return fmt.Errorf("%w: landlock: %v", ErrUnavailable, err)
 	}
+	// Where the kernel has it (ABI 6), also keep signals and abstract
+	// sockets inside the domain: the command cannot signal the user's other
+	// processes.
+	if err := landlock.V6.BestEffort().RestrictScoped(); err != nil {
+		return fmt.Errorf("%w: landlock scoping: %v", ErrUnavailable, err)
+	}
 	return nil
 }
 

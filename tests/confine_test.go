@@ -73,6 +73,9 @@ func newConfined(t *testing.T, enf string) *confined {
 	if err := os.Symlink(filepath.Join(c.srv, "private/a.txt"), filepath.Join(c.srv, "public/link.txt")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(filepath.Join(c.srv, "private"), filepath.Join(c.srv, "public/linkdir")); err != nil {
+		t.Fatal(err)
+	}
 	limits := ""
 	if enf != "host" {
 		limits = `,"openFiles":64`
@@ -155,6 +158,7 @@ func TestConfinement(t *testing.T) {
 				{"not granted", []string{"read", filepath.Join(c.srv, "private/a.txt")}, "", 77},
 				{"traversal", []string{"read", filepath.Join(c.srv, "public/../private/a.txt")}, "", 77},
 				{"symlink out", []string{"read", filepath.Join(c.srv, "public/link.txt")}, "", 77},
+				{"symlinked dir, missing file", []string{"read", filepath.Join(c.srv, "public/linkdir/new.txt")}, "", 77},
 				{"lying command", []string{"read", filepath.Join(c.srv, "public/a.txt"), "--what", "readother", "--other", filepath.Join(c.srv, "public/b.txt")},
 					pick(strict, "error: open "+filepath.Join(c.srv, "public/b.txt")+": permission denied", "ok: public b"), 0},
 				{"no_new_privs", []string{"probe", "nnp"}, pick(enf == "host", "ok: NoNewPrivs: 0", "ok: NoNewPrivs: 1"), 0},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // MaxFiles is how many descriptors one frame may carry (Exec's three).
@@ -20,6 +21,9 @@ const MaxFiles = 3
 type Conn struct {
 	c  *net.UnixConn
 	mu sync.Mutex // serializes writes
+	// WriteTimeout, when set, bounds each Send: a peer that stops reading
+	// fails the write instead of blocking the sender for ever.
+	WriteTimeout time.Duration
 }
 
 // NewConn wraps c.
@@ -39,6 +43,10 @@ func (c *Conn) Send(m *Msg, files ...*os.File) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.WriteTimeout > 0 {
+		c.c.SetWriteDeadline(time.Now().Add(c.WriteTimeout))
+		defer c.c.SetWriteDeadline(time.Time{})
+	}
 	if len(files) == 0 {
 		_, err = c.c.Write(buf)
 		return err
