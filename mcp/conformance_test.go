@@ -264,3 +264,40 @@ func waitOpen(t *testing.T, host *client.Local) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A diagnostics log nobody reads (a stderr pipe the MCP host never
+// drains) never holds up a call: lines past the queue are dropped, and the
+// call completes and is answered.
+func TestUnreadDiagnosticsLogDoesNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	rel := filepath.Join(dir, "rel")
+	write(t, filepath.Join(rel, "bin", "noisy"), "#!/bin/sh\ni=0\nwhile [ $i -lt 3000 ]; do echo line $i; i=$((i+1)); done\n"+reportText+"\n", 0o755)
+	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.noisy","version":"1.0.0","publisher":"test","commands":[
+		{"id":"noisy","path":["noisy"],"summary":"Noisy","execute":{"mapping":"managed","program":"bin/noisy","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
+	a := testhome.InstallPinned(t, filepath.Join(dir, "data"), rel)
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.noisy/*"],"task":"agent"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
+		         "agent":{"commands":["test.*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, never := io.Pipe() // a log whose reader never reads
+	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test", Diagnostics: never})
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	names, _ := listAll(t, cs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: names[0]})
+	if err != nil || res.IsError {
+		t.Fatalf("the call did not complete: %v %+v", err, res)
+	}
+}

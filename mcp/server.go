@@ -68,7 +68,8 @@ func NewServer(opts Options) *Server {
 	life, stop := context.WithCancel(context.Background())
 	a := &adapter{opts: opts, life: life, stop: stop}
 	if opts.Diagnostics != nil {
-		a.diag = &lockedWriter{w: opts.Diagnostics}
+		a.log = newLogQueue(opts.Diagnostics)
+		a.diag = a.log
 	}
 	s.AddReceivingMiddleware(a.middleware)
 	return &Server{Server: s, a: a}
@@ -104,6 +105,9 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	err := s.Server.Run(session, sessionTransport{t, s.a})
 	s.a.end(reasonClientCancelled)
 	s.a.inflight.Wait()
+	if s.a.log != nil {
+		s.a.log.close(answerWait)
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -262,6 +266,7 @@ type adapter struct {
 	why      atomic.Pointer[string]      // why life ended: the first reason given
 	conn     atomic.Pointer[sessionConn] // the session's connection, once connected
 	diag     io.Writer                   // the diagnostics log, one Write a line
+	log      *logQueue                   // the same, when there is one
 	mu       sync.Mutex                  // orders begin against end
 	inflight sync.WaitGroup
 }
@@ -402,17 +407,50 @@ func newProtocol(meta sdk.Meta) bool {
 	return ok && v >= "2026-07-28"
 }
 
-// lockedWriter makes one Write a line of the diagnostics log, whoever
-// writes it.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// logQueue is the diagnostics log of a session: each Write is one line,
+// queued and written by one goroutine, so a log nobody reads (a stderr
+// pipe the MCP host never drains) can never block an invocation. When the
+// queue is full, lines are dropped and counted; the count is written as a
+// line once there is room again.
+type logQueue struct {
+	lines   chan []byte
+	dropped atomic.Int64
+	done    chan struct{}
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// logQueueLines bounds the lines waiting to be written.
+const logQueueLines = 1024
+
+func newLogQueue(w io.Writer) *logQueue {
+	q := &logQueue{lines: make(chan []byte, logQueueLines), done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		for line := range q.lines {
+			w.Write(line)
+			if n := q.dropped.Swap(0); n > 0 {
+				fmt.Fprintf(w, "(%d diagnostics lines dropped: the log was not read fast enough)\n", n)
+			}
+		}
+	}()
+	return q
+}
+
+func (q *logQueue) Write(p []byte) (int, error) {
+	select {
+	case q.lines <- append([]byte(nil), p...):
+	default:
+		q.dropped.Add(1)
+	}
+	return len(p), nil
+}
+
+// close writes what is queued, waiting at most wait.
+func (q *logQueue) close(wait time.Duration) {
+	close(q.lines)
+	select {
+	case <-q.done:
+	case <-time.After(wait):
+	}
 }
 
 // envelope is the closed core-owned result of a call
