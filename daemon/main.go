@@ -20,6 +20,7 @@ import (
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
+	"golang.org/x/sys/unix"
 )
 
 // Exit statuses of rukhd.
@@ -143,6 +144,17 @@ func Listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener,
 	sock := p.Socket(name)
 	if err := paths.Secure(p.Runtime); err != nil {
 		return nil, false, &exitError{exitTempFail, err}
+	}
+	// Daemons starting at once take turns to check, remove and bind: the
+	// second then finds the first answering (or not yet serving) and never
+	// removes its socket.
+	lock, err := os.OpenFile(sock+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, &exitError{exitTempFail, err}
+	}
+	defer lock.Close() // releases the lock
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return nil, false, &exitError{exitTempFail, fmt.Errorf("lock %s: %w", lock.Name(), err)}
 	}
 	d := thin.Dialer{Socket: sock, Name: name, Build: buildid.ID()}
 	if s, err := d.Dial(ctx); err == nil {
