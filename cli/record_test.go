@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,30 +18,8 @@ import (
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/store/storetest"
 )
-
-// refusing is a store.Provider that lets the first pass updates through
-// and refuses the next fail ones (all when fail < 0) as a held lock. A
-// call's admission is its first update and its final write the second.
-type refusing struct {
-	store.Provider
-	pass, fail int
-	err        error
-
-	mu      sync.Mutex
-	updates int
-}
-
-func (r *refusing) Update(fn func(*store.Tx) error) error {
-	r.mu.Lock()
-	n := r.updates
-	r.updates++
-	r.mu.Unlock()
-	if n >= r.pass && (r.fail < 0 || n < r.pass+r.fail) {
-		return r.err
-	}
-	return r.Provider.Update(fn)
-}
 
 const helperEnv = "RUKH_RECORD_HELPER"
 
@@ -58,12 +35,12 @@ func TestRecordHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	core := invoke.New(p.Data)
-	r := &refusing{Provider: core.Store, pass: 1, fail: -1, err: &store.LockedError{Path: p.Store()}}
+	r := &storetest.Refusing{Provider: core.Store, Pass: 1, Fail: -1, Err: &store.LockedError{Path: p.Store()}}
 	switch mode {
 	case "final-3":
-		r.fail = 3
+		r.Fail = 3
 	case "admission":
-		r.pass = 0
+		r.Pass = 0
 	}
 	core.Store, core.FinishRetry = r, 300*time.Millisecond
 	os.Exit(runCLI(core.DataDir, client.NewLocalCore(core), os.Stdout, os.Stderr))

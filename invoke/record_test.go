@@ -6,43 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/store/storetest"
 )
-
-// refusing is a store.Provider that lets the first pass updates through,
-// refuses the next fail ones (all of them when fail < 0) with err, and
-// lets the rest through: the final write of a call is its second update.
-type refusing struct {
-	store.Provider
-	pass, fail int
-	err        error
-
-	mu      sync.Mutex
-	updates int
-}
-
-func (r *refusing) Update(fn func(*store.Tx) error) error {
-	r.mu.Lock()
-	n := r.updates
-	r.updates++
-	r.mu.Unlock()
-	if n >= r.pass && (r.fail < 0 || n < r.pass+r.fail) {
-		return r.err
-	}
-	return r.Provider.Update(fn)
-}
-
-func (r *refusing) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.updates
-}
 
 // records returns every invocation record, newest first.
 func records(t *testing.T, core *invoke.Core) []*store.Invocation {
@@ -77,7 +48,7 @@ func TestFinishRetried(t *testing.T) {
 				t.Fatal(err)
 			}
 			healthy := core.Store
-			r := &refusing{Provider: healthy, pass: 1, fail: 3, err: refusal}
+			r := &storetest.Refusing{Provider: healthy, Pass: 1, Fail: 3, Err: refusal}
 			core.Store, core.FinishRetry = r, 5*time.Second
 			out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
 			if err != nil {
@@ -86,7 +57,7 @@ func TestFinishRetried(t *testing.T) {
 			if out.Outcome != invoke.Succeeded || out.Result == nil || out.Result.Text != "ok\n" {
 				t.Errorf("outcome %+v", out)
 			}
-			if got := r.count(); got != 5 { // begin, 3 refused, the one that landed
+			if got := r.Updates(); got != 5 { // begin, 3 refused, the one that landed
 				t.Errorf("%d updates, want 5", got)
 			}
 			core.Store = healthy
@@ -112,7 +83,7 @@ func TestFinishSavedAside(t *testing.T) {
 	}
 	healthy := core.Store
 	refusal := &store.LockedError{Path: "/x/store.db"}
-	core.Store, core.FinishRetry = &refusing{Provider: healthy, pass: 1, fail: -1, err: refusal}, 300*time.Millisecond
+	core.Store, core.FinishRetry = &storetest.Refusing{Provider: healthy, Pass: 1, Fail: -1, Err: refusal}, 300*time.Millisecond
 	decided := time.Now().UTC()
 	start := time.Now()
 	out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
@@ -181,9 +152,9 @@ func TestFinishSettledByAnother(t *testing.T) {
 	healthy := core.Store
 	// Refused once; then, while the host backs off, another process's
 	// admission commits the saved outcome.
-	r := &refusing{Provider: healthy, pass: 1, fail: 1, err: &store.LockedError{Path: "/x"}}
+	r := &storetest.Refusing{Provider: healthy, Pass: 1, Fail: 1, Err: &store.LockedError{Path: "/x"}}
 	other := invoke.New(core.DataDir)
-	core.Store = &settleOnSecondTry{refusing: r, other: other, target: target, home: home, t: t}
+	core.Store = &settleOnSecondTry{Refusing: r, other: other, target: target, home: home, t: t}
 	core.FinishRetry = 5 * time.Second
 	out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
 	if err != nil || out.Outcome != invoke.Succeeded {
@@ -207,7 +178,7 @@ func TestFinishSettledByAnother(t *testing.T) {
 // settleOnSecondTry runs a whole call on another core just before the
 // host's second try of its final write.
 type settleOnSecondTry struct {
-	*refusing
+	*storetest.Refusing
 	other  *invoke.Core
 	target *invoke.Target
 	home   string
@@ -215,13 +186,13 @@ type settleOnSecondTry struct {
 }
 
 func (s *settleOnSecondTry) Update(fn func(*store.Tx) error) error {
-	if s.count() == 2 {
+	if s.Updates() == 2 {
 		out, err := s.other.Invoke(context.Background(), s.target, &invoke.Request{Transport: invoke.TransportCLI, Dir: s.home})
 		if err != nil || out.Outcome != invoke.Succeeded {
 			s.t.Errorf("the other call: %+v, %v", out, err)
 		}
 	}
-	return s.refusing.Update(fn)
+	return s.Refusing.Update(fn)
 }
 
 // When the outcome can be neither written nor saved aside, the error says
@@ -237,7 +208,7 @@ func TestFinishLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	refusal := fmt.Errorf("commit: %w", syscall.ENOSPC)
-	core.Store = &refusing{Provider: core.Store, pass: 1, fail: -1, err: refusal}
+	core.Store = &storetest.Refusing{Provider: core.Store, Pass: 1, Fail: -1, Err: refusal}
 	core.FinishRetry = 200 * time.Millisecond
 	out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
 	if out.Outcome != invoke.CommandFailed || out.ExitStatus != 3 {
@@ -261,7 +232,7 @@ func TestFinishCorruptNotRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &refusing{Provider: core.Store, pass: 1, fail: -1, err: &store.CorruptError{Bucket: "invocations", Err: errors.New("bad")}}
+	r := &storetest.Refusing{Provider: core.Store, Pass: 1, Fail: -1, Err: &store.CorruptError{Bucket: "invocations", Err: errors.New("bad")}}
 	core.Store, core.FinishRetry = r, time.Minute
 	start := time.Now()
 	_, err = core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
@@ -269,8 +240,8 @@ func TestFinishCorruptNotRetried(t *testing.T) {
 	if !errors.As(err, &re) || re.Pending == "" {
 		t.Fatalf("err = %v", err)
 	}
-	if d := time.Since(start); d > 10*time.Second || r.count() != 2 {
-		t.Errorf("%d updates in %v, want 2 (no retry)", r.count(), d)
+	if d := time.Since(start); d > 10*time.Second || r.Updates() != 2 {
+		t.Errorf("%d updates in %v, want 2 (no retry)", r.Updates(), d)
 	}
 }
 
@@ -284,7 +255,7 @@ func TestRecordRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	refusal := &store.LockedError{Path: "/x/store.db"}
-	core.Store = &refusing{Provider: core.Store, pass: 0, fail: -1, err: refusal}
+	core.Store = &storetest.Refusing{Provider: core.Store, Pass: 0, Fail: -1, Err: refusal}
 
 	out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
 	if out.Outcome != invoke.Rejected || out.Reason != invoke.ReasonStoreUnavailable || out.InvocationID != "" || out.Message != refusal.Error() {
