@@ -208,7 +208,7 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 	c := wire.NewConn(uc)
 	c.WriteTimeout = writeWait
 	defer c.Close()
-	uid, pid, err := peerCred(uc)
+	uid, pid, err := wire.PeerCred(uc)
 	if err != nil || uid != os.Getuid() {
 		s.Logger.Warn("refused a connection from another user", "uid", uid, "error", err)
 		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "this daemon serves uid %d only", os.Getuid()))
@@ -513,25 +513,6 @@ func sameUserNamespace(pid int) bool {
 	own, err1 := os.Readlink("/proc/self/ns/user")
 	peer, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))
 	return err1 == nil && err2 == nil && own == peer
-}
-
-// peerCred reads the peer's uid and pid from the kernel (SO_PEERCRED).
-func peerCred(c *net.UnixConn) (uid, pid int, err error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, 0, err
-	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return -1, 0, err
-	}
-	if cerr != nil {
-		return -1, 0, cerr
-	}
-	return int(cred.Uid), int(cred.Pid), nil
 }
 
 func closeAll(files []*os.File) {

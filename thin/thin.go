@@ -149,22 +149,12 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 
 // checkPeer refuses a daemon that runs as another user.
 func checkPeer(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
+	uid, _, err := wire.PeerCred(c)
 	if err != nil {
 		return err
 	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return err
-	}
-	if cerr != nil {
-		return cerr
-	}
-	if int(cred.Uid) != os.Getuid() {
-		return fmt.Errorf("the daemon runs as uid %d, not as you", cred.Uid)
+	if uid != os.Getuid() {
+		return fmt.Errorf("the daemon runs as uid %d, not as you", uid)
 	}
 	return nil
 }

@@ -141,3 +141,23 @@ func closeFiles(files []*os.File) {
 		f.Close()
 	}
 }
+
+// PeerCred reads the uid and pid of the process at the other end of c
+// from the kernel (SO_PEERCRED): both sides check who they talk to.
+func PeerCred(c *net.UnixConn) (uid, pid int, err error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, 0, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return -1, 0, err
+	}
+	if cerr != nil {
+		return -1, 0, cerr
+	}
+	return int(cred.Uid), int(cred.Pid), nil
+}
