@@ -158,10 +158,10 @@ func (c *Core) Enforceable() map[string]string {
 			continue
 		}
 		e := &enforcement{profile: p, helper: helper, spec: &sandbox.Spec{Profile: p, Probe: true, ReadOnly: sandbox.SystemReadOnly}}
-		ex := &exec.Cmd{Path: helper, Args: []string{helper}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+		// No program: wrap makes the helper the whole command line.
+		ex := &exec.Cmd{SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 		w, err := e.wrap(ex)
 		if err == nil {
-			ex.Path, ex.Args = helper, []string{helper} // probe: no program
 			err = ex.Run()
 			w.Close()
 		}
