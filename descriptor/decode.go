@@ -450,10 +450,10 @@ func decodeEffects(p *problems, v *strictjson.Value, at string) Effects {
 	}
 	if s, ok := o.str("class", true); ok {
 		switch EffectClass(s) {
-		case EffectNone, EffectRead, EffectWrite, EffectDestructive:
+		case EffectNone, EffectRead, EffectWrite, EffectExternal, EffectDestructive:
 			e.Class = EffectClass(s)
 		default:
-			p.add(CodeInvalidValue, o.at("class"), "effect class %q is not %q, %q, %q or %q", s, EffectNone, EffectRead, EffectWrite, EffectDestructive)
+			p.add(CodeInvalidValue, o.at("class"), "effect class %q is not %q, %q, %q, %q or %q", s, EffectNone, EffectRead, EffectWrite, EffectExternal, EffectDestructive)
 		}
 	}
 	if b, ok := o.boolean("idempotent"); ok {

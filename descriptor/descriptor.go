@@ -157,6 +157,7 @@ const (
 	EffectNone        EffectClass = "none"
 	EffectRead        EffectClass = "read"
 	EffectWrite       EffectClass = "write"
+	EffectExternal    EffectClass = "external" // acts on the world outside this machine
 	EffectDestructive EffectClass = "destructive"
 )
 

@@ -84,6 +84,7 @@ type Annotations struct {
 //	(none given) -         -            -            -
 //	none, read   true      false        idempotent   openWorld
 //	write        false     false        idempotent   openWorld
+//	external     false     false        idempotent   true unless declared
 //	destructive  false     true         idempotent   openWorld
 //
 // where idempotent and openWorld are the declared booleans, left out (so
@@ -94,6 +95,11 @@ func annotations(e descriptor.Effects) Annotations {
 	case descriptor.EffectNone, descriptor.EffectRead:
 		readOnly = true
 	case descriptor.EffectWrite:
+	case descriptor.EffectExternal:
+		if e.OpenWorld == nil {
+			open := true
+			e.OpenWorld = &open
+		}
 	case descriptor.EffectDestructive:
 		destructive = true
 	default:
