@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
+
+// MaxEffects is the most effect references a record keeps (the rukh.ipc/1
+// limit on a completion report).
+const MaxEffects = 64
 
 // MaxFinishedInvocations is how many finalized invocation records are
 // kept; older ones are pruned when a new invocation begins.
@@ -31,6 +36,38 @@ type Invocation struct {
 	Reason     string
 	ExitStatus int
 	Detail     string
+	// Enforcement is the profile the task applied (host, restricted,
+	// strict), set at admission.
+	Enforcement string
+	// Effects are the effect references a completed command reported.
+	Effects []Effect
+	// Attempt is what a refusal refused, when it names something.
+	Attempt Attempt
+}
+
+// Effect is one effect reference a command reported: {kind, ref}.
+type Effect struct {
+	Kind string `cbor:"1,keyasint"`
+	Ref  string `cbor:"2,keyasint"`
+}
+
+// Attempt is what a refused invocation tried, kept so that every refusal
+// leaves a trace: the action and resource a denial did not allow, and the
+// approval an approval refusal asked for.
+type Attempt struct {
+	Action     string `cbor:"1,keyasint,omitempty"`
+	Resource   string `cbor:"2,keyasint,omitempty"`
+	ApprovalID string `cbor:"3,keyasint,omitempty"`
+}
+
+// Finish is the outcome committed to an open invocation.
+type Finish struct {
+	Outcome    string
+	Reason     string
+	ExitStatus int
+	Detail     string
+	Effects    []Effect
+	Attempt    Attempt
 }
 
 // Open reports whether the invocation has no outcome yet.
@@ -51,6 +88,9 @@ type invocationRec struct {
 	Reason     string `cbor:"12,keyasint,omitempty"`
 	ExitStatus int    `cbor:"13,keyasint,omitempty"`
 	Detail     string `cbor:"14,keyasint,omitempty"`
+	Enforce    string   `cbor:"15,keyasint,omitempty"`
+	Effects    []Effect `cbor:"16,keyasint,omitempty"`
+	Attempt    *Attempt `cbor:"17,keyasint,omitempty"`
 }
 
 // Nested buckets of "invocations": records by sequence number, and an
@@ -178,12 +218,21 @@ func (tx *Tx) ResolveLost(alive func(*Invocation) bool, now time.Time) ([]string
 	return lost, nil
 }
 
-// FinishInvocation commits the outcome of an open invocation. It returns
-// false, changing nothing, when the invocation already has an outcome: the
-// first committed outcome stands.
+// FinishInvocation commits an outcome that carries nothing else; see
+// Finish.
 func (tx *Tx) FinishInvocation(id, outcome, reason string, exitStatus int, detail string, at time.Time) (bool, error) {
-	if outcome == "" {
+	return tx.Finish(id, &Finish{Outcome: outcome, Reason: reason, ExitStatus: exitStatus, Detail: detail}, at)
+}
+
+// Finish commits the outcome of an open invocation. It returns false,
+// changing nothing, when the invocation already has an outcome: the first
+// committed outcome stands.
+func (tx *Tx) Finish(id string, f *Finish, at time.Time) (bool, error) {
+	if f.Outcome == "" {
 		return false, errors.New("an outcome is required")
+	}
+	if len(f.Effects) > MaxEffects {
+		return false, fmt.Errorf("%d effects; a record keeps at most %d", len(f.Effects), MaxEffects)
 	}
 	records, open, err := tx.invBuckets()
 	if err != nil {
@@ -198,11 +247,10 @@ func (tx *Tx) FinishInvocation(id, outcome, reason string, exitStatus int, detai
 	if err != nil {
 		return false, err
 	}
-	rec.Outcome, rec.Reason, rec.ExitStatus, rec.FinishedAt = outcome, reason, exitStatus, at
-	if len(detail) > 4096 {
-		detail = detail[:4096]
-	}
-	rec.Detail = detail
+	rec.Outcome, rec.Reason, rec.ExitStatus, rec.FinishedAt = f.Outcome, f.Reason, f.ExitStatus, at
+	rec.Detail = clip(f.Detail, 4096)
+	rec.Effects = f.Effects
+	rec.Attempt = Attempt{Action: clip(f.Attempt.Action, 256), Resource: clip(f.Attempt.Resource, 1024), ApprovalID: f.Attempt.ApprovalID}
 	data, err := encode(toInvRec(rec))
 	if err != nil {
 		return false, err
@@ -211,6 +259,17 @@ func (tx *Tx) FinishInvocation(id, outcome, reason string, exitStatus int, detai
 		return false, err
 	}
 	return true, open.Delete([]byte(id))
+}
+
+// clip cuts s to at most n bytes, on a UTF-8 boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // pruneInvocations drops the oldest finished records beyond the
@@ -249,21 +308,32 @@ func decodeInvocation(key, data []byte) (*Invocation, error) {
 	if err != nil {
 		return nil, &CorruptError{Bucket: string(bucketInvocations), Key: printKey(key), Err: err}
 	}
-	return &Invocation{
+	inv := &Invocation{
 		ID: rec.ID, Identity: rec.Identity, Digest: rec.Digest, Revision: rec.Revision,
 		Transport: rec.Transport, Task: rec.Task, PID: rec.PID, PIDStart: rec.PIDStart,
 		StartedAt: fromNanos(rec.StartedAt), FinishedAt: fromNanos(rec.FinishedAt),
 		Outcome: rec.Outcome, Reason: rec.Reason, ExitStatus: rec.ExitStatus, Detail: rec.Detail,
-	}, nil
+		Enforcement: rec.Enforce, Effects: rec.Effects,
+	}
+	if rec.Attempt != nil {
+		inv.Attempt = *rec.Attempt
+	}
+	return inv, nil
 }
 
 func toInvRec(inv *Invocation) *invocationRec {
-	return &invocationRec{
+	r := &invocationRec{
 		ID: inv.ID, Identity: inv.Identity, Digest: inv.Digest, Revision: inv.Revision,
 		Transport: inv.Transport, Task: inv.Task, PID: inv.PID, PIDStart: inv.PIDStart,
 		StartedAt: nanos(inv.StartedAt), FinishedAt: nanos(inv.FinishedAt),
 		Outcome: inv.Outcome, Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail,
+		Enforce: inv.Enforcement, Effects: inv.Effects,
 	}
+	if inv.Attempt != (Attempt{}) {
+		a := inv.Attempt
+		r.Attempt = &a
+	}
+	return r
 }
 
 // Invocations returns at most limit records (all for limit <= 0), newest
@@ -309,4 +379,34 @@ func (tx *Tx) FindInvocation(prefix string) (*Invocation, error) {
 		return found[0], nil
 	}
 	return nil, fmt.Errorf("%d invocations start with %s; give more of the id", len(found), prefix)
+}
+
+// InvocationByID returns the record of invocation id (32 lowercase hex
+// characters), or nil when there is none: an open one through the index
+// of open records, a finished one by a scan from the newest. It only
+// reads.
+func (tx *Tx) InvocationByID(id string) (*Invocation, error) {
+	if !validInvocationID(id) {
+		return nil, nil
+	}
+	records, open, err := tx.invBuckets()
+	if err != nil || records == nil {
+		return nil, err
+	}
+	if open != nil {
+		if key := open.Get([]byte(id)); key != nil {
+			return tx.invocationAt(records, key)
+		}
+	}
+	c := records.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		inv, err := decodeInvocation(k, v)
+		if err != nil {
+			return nil, err
+		}
+		if inv.ID == id {
+			return inv, nil
+		}
+	}
+	return nil, nil
 }
