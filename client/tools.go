@@ -30,14 +30,14 @@ var _ seam.ToolHost = (*Local)(nil)
 // visible returns the projection of the current revision and the tools
 // task may see, in name order. A task that cannot be read is an error,
 // never an empty list.
-func (l *Local) visible(ctx context.Context, task string) (*projection.Projection, []*projection.Tool, error) {
+func (l *Local) visible(ctx context.Context, task string) (*projection.Projection, *profile.Profile, []*projection.Tool, error) {
 	p, prof, err := l.Projection(ctx)
 	if err != nil {
-		return nil, nil, storeError("cannot read the tool projection", err)
+		return nil, nil, nil, storeError("cannot read the tool projection", err)
 	}
 	t, ok := prof.Tasks[task]
 	if !ok {
-		return nil, nil, wire.Errorf(wire.CodeTaskUndefined,
+		return nil, nil, nil, wire.Errorf(wire.CodeTaskUndefined,
 			"the task %q this server is bound to is not defined in the active profile; the owner must restore it", task)
 	}
 	var tools []*projection.Tool
@@ -50,7 +50,7 @@ func (l *Local) visible(ctx context.Context, task string) (*projection.Projectio
 			}
 		}
 	}
-	return p, tools, nil
+	return p, prof, tools, nil
 }
 
 // storeError classifies a failure to read the store as a *wire.Error that
@@ -94,9 +94,13 @@ func (l *Local) BindTask(ctx context.Context, task string) (string, error) {
 func (l *Local) ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error) {
 	ctx, cancel := context.WithTimeout(ctx, ListDeadline)
 	defer cancel()
-	p, tools, err := l.visible(ctx, task)
+	p, prof, tools, err := l.visible(ctx, task)
 	if err != nil {
 		return nil, err
+	}
+	if prof.MCPProjection() == profile.ProjectionDispatch {
+		// One tool, whatever the task sees (docs/adr/0006-dispatch-projection.md).
+		tools = []*projection.Tool{p.DispatchTool()}
 	}
 	start := 0
 	if cursor != "" {
@@ -181,14 +185,26 @@ func errUnknownTool(name string) error {
 }
 
 func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
-	p, tools, err := l.visible(ctx, call.Task)
+	p, prof, tools, err := l.visible(ctx, call.Task)
 	if err != nil {
 		return nil, err
+	}
+	if prof.MCPProjection() == profile.ProjectionDispatch {
+		if call.Name != p.DispatchTool().Name {
+			return nil, errUnknownTool(call.Name)
+		}
+		return l.dispatch(ctx, p, tools, call, opts)
 	}
 	tool := p.Tool(call.Name)
 	if tool == nil || !contains(tools, tool) {
 		return nil, errUnknownTool(call.Name)
 	}
+	return l.callTool(ctx, p, tool, call, opts)
+}
+
+// callTool makes one invocation of tool, visible to call.Task in p: the
+// one path of a per-tool call and of every dispatch op.
+func (l *Local) callTool(ctx context.Context, p *projection.Projection, tool *projection.Tool, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
 	target, err := l.ResolveTool(ctx, p.Revision, tool)
 	if errors.Is(err, invoke.ErrStale) {
 		return nil, errUnknownTool(call.Name)
@@ -213,9 +229,6 @@ func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts seam.Cal
 		r.OnProgress = func(pr extproto.Progress) {
 			opts.OnProgress(&wire.Progress{Message: pr.Message, Done: pr.Done, Total: pr.Total})
 		}
-	}
-	if call.Detach {
-		return l.detach(ctx, target, r, opts, tool)
 	}
 	out, err := l.Invoke(ctx, target, r)
 	res := &wire.CallResult{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, Message: out.Message}

@@ -394,6 +394,14 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	if err != nil {
 		return nil, hostError(err)
 	}
+	if out.Dispatch != nil {
+		for _, r := range out.Dispatch.Ops {
+			if r.Call != nil && r.Call.RecordError != "" && a.opts.Logger != nil {
+				a.opts.Logger.Error("recording the outcome failed", "invocation", r.Call.InvocationID, "error", r.Call.RecordError)
+			}
+		}
+		return dispatchResult(out.Dispatch, newProtocol(req.Params.Meta)), nil
+	}
 	if out.RecordError != "" && a.opts.Logger != nil {
 		a.opts.Logger.Error("recording the outcome failed", "invocation", out.InvocationID, "error", out.RecordError)
 	}

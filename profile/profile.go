@@ -44,6 +44,10 @@ type MCP struct {
 	// Naming is "full" (the default: slug + full SHA-256 fingerprint) or
 	// "compact" (names that fit 64 characters; see docs/projection.md).
 	Naming string `json:"naming,omitempty"`
+	// Projection is "tools" (the default: one MCP tool per exposed
+	// command) or "dispatch" (one tool whose ops name the commands, with
+	// their schemas on demand; docs/adr/0006-dispatch-projection.md).
+	Projection string `json:"projection,omitempty"`
 }
 
 // Task is a preset that bounds invocations: which commands, how long,
@@ -167,7 +171,7 @@ var (
 	profileShape = shape{
 		"endpointNamespace": nil,
 		"cli":               {"task": nil},
-		"mcp":               {"expose": nil, "task": nil, "naming": nil},
+		"mcp":               {"expose": nil, "task": nil, "naming": nil, "projection": nil},
 		"tasks":             {"*": taskShape},
 	}
 )
@@ -240,6 +244,11 @@ func (p *Profile) Validate() error {
 	case "", "full", "compact":
 	default:
 		add("/mcp/naming", "naming %q is not \"full\" or \"compact\"", p.MCP.Naming)
+	}
+	switch p.MCP.Projection {
+	case "", ProjectionTools, ProjectionDispatch:
+	default:
+		add("/mcp/projection", "projection %q is not %q or %q", p.MCP.Projection, ProjectionTools, ProjectionDispatch)
 	}
 	for _, name := range sortedKeys(p.Tasks) {
 		t := p.Tasks[name]
@@ -339,6 +348,20 @@ func (p *Profile) Canonical() []byte {
 		panic("profile: canonicalize: " + err.Error())
 	}
 	return out
+}
+
+// The MCP projections (mcp.projection).
+const (
+	ProjectionTools    = "tools"    // one tool per exposed command (the default)
+	ProjectionDispatch = "dispatch" // one tool; ops name the commands
+)
+
+// MCPProjection returns the MCP projection with the default applied.
+func (p *Profile) MCPProjection() string {
+	if p.MCP.Projection == "" {
+		return ProjectionTools
+	}
+	return p.MCP.Projection
 }
 
 // Naming returns the MCP naming mode with the default applied.

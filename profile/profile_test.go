@@ -44,6 +44,7 @@ func TestParseInvalid(t *testing.T) {
 		{"bad exposure", `"acme.tools/*"`, `"acme.*/*"`, "/mcp/expose/1: "},
 		{"repeated exposure", `"acme.tools/*"`, `"acme.deploy/status"`, `/mcp/expose/1: "acme.deploy/status" is listed twice`},
 		{"bad naming", `"task": "agent"}`, `"task": "agent", "naming": "short"}`, "/mcp/naming: "},
+		{"bad projection", `"task": "agent"}`, `"task": "agent", "projection": "single"}`, `/mcp/projection: projection "single" is not "tools" or "dispatch"`},
 		{"no deadline", `"deadlineMs": 30000`, `"deadlineMs": 0`, "/tasks/agent/deadlineMs: "},
 		{"deadline too long", `"deadlineMs": 30000`, `"deadlineMs": 86400001`, "/tasks/agent/deadlineMs: "},
 		{"no concurrency", `"maxConcurrent": 4`, `"maxConcurrent": 0`, "/tasks/agent/maxConcurrent: "},

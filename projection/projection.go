@@ -91,6 +91,10 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`  // values.InputSchema of the command's inputs
 	OutputSchema json.RawMessage `json:"outputSchema"` // OutputSchema of its declared result
 	Annotations  Annotations     `json:"annotations"`
+	// Effects is the declared effects class ("" when none is declared);
+	// the dispatch projection asks a schema fingerprint of every class
+	// but none and read (FingerprintRequired).
+	Effects string `json:"effects,omitempty"`
 }
 
 // NotExposed is a machine-eligible command that is not a tool, and why.
@@ -334,6 +338,7 @@ func (b *builder) selectTools() {
 				InputSchema:  values.InputSchema(c.Specs()),
 				OutputSchema: OutputSchema(c.Execute.Result),
 				Annotations:  annotations(c.Effects),
+				Effects:      string(c.Effects.Class),
 			})
 		}
 	}
