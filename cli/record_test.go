@@ -92,7 +92,7 @@ func TestUnrecordedOutcome(t *testing.T) {
 			rel := filepath.Join(home, "src")
 			testhome.WriteFiles(t, rel, map[string]string{
 				"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.ok","version":"1.0.0","publisher":"test",
- "commands":[{"id":"ok","path":["ok"],"summary":"say ok","execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}}}]}`,
+ "commands":[{"id":"ok","path":["ok"],"summary":"say ok","execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}},"effects":{"class":"none"}}]}`,
 				"bin/ok": "#!/bin/sh\nprintf '{\"type\":\"complete\",\"token\":\"%s\",\"status\":\"succeeded\",\"commandResult\":{\"kind\":\"text\",\"text\":\"ok\\\\n\"}}\\n' \"$RUKH_IPC_TOKEN\" >&3\n",
 			})
 			testhome.Apply(t, testhome.InstallPinned(t, data, rel), `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},

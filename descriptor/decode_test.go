@@ -18,10 +18,19 @@ func doc(cmds ...string) string {
 	return docv("rukh.extension/2", cmds...)
 }
 
+// docv wraps commands in a document of the given format; a version 1
+// document leaves out the effects cmdx adds by default.
 func docv(schema string, cmds ...string) string {
+	body := strings.Join(cmds, ",")
+	if schema == "rukh.extension/1" {
+		body = strings.ReplaceAll(body, ","+effects, "")
+	}
 	return `{"schema":"` + schema + `","package":"acme.t","version":"1.0.0","publisher":"acme","commands":[` +
-		strings.Join(cmds, ",") + `]}`
+		body + `]}`
 }
+
+// effects is the effects member cmdx adds when extra declares none.
+const effects = `"effects":{"class":"none"}`
 
 // cmd is a valid managed command named id at route [id]; extra members
 // are spliced in (and may replace the defaults when given first in JSON
@@ -31,11 +40,15 @@ func cmd(id, extra string) string {
 	return cmdx(id, `"path":["`+id+`"]`, `"execute":{"mapping":"managed","program":"bin/t"}`, extra)
 }
 
-// cmdx builds a command from an explicit path and execute member.
+// cmdx builds a command from an explicit path and execute member, with
+// effects unless extra declares them.
 func cmdx(id, path, execute, extra string) string {
 	s := `{"id":"` + id + `",` + path + `,"summary":"s",` + execute
 	if extra != "" {
 		s += "," + extra
+	}
+	if !strings.Contains(extra, `"effects"`) {
+		s += "," + effects
 	}
 	return s + "}"
 }
@@ -100,10 +113,10 @@ func TestDecodeInvalid(t *testing.T) {
 		{"alias equals another path", doc(cmd("c", ""), cmd("d", `"aliases":[["c"]]`)), []wantErr{{"route_collision", "/commands/1/aliases/0"}}},
 		{"group is a command", doc(cmdx("c", `"path":["deploy"]`, exec(""), ""), cmdx("d", `"path":["deploy","status"]`, exec(""), "")), []wantErr{{"group_collision", "/commands/1/path"}}},
 		{"alias is a group", doc(cmdx("c", `"path":["deploy","status"]`, exec(""), `"aliases":[["deploy"]]`)), []wantErr{{"group_collision", "/commands/0/aliases/0"}}},
-		{"summary missing", doc(`{"id":"c","path":["c"],"execute":{"mapping":"managed","program":"bin/t"}}`), []wantErr{{"missing_field", "/commands/0/summary"}}},
+		{"summary missing", doc(`{"id":"c","path":["c"],"execute":{"mapping":"managed","program":"bin/t"},` + effects + `}`), []wantErr{{"missing_field", "/commands/0/summary"}}},
 		{"summary with newline", doc(strings.Replace(cmd("c", ""), `"summary":"s"`, `"summary":"two\nlines"`, 1)), []wantErr{{"invalid_text", "/commands/0/summary"}}},
 		{"summary too long", doc(strings.Replace(cmd("c", ""), `"summary":"s"`, `"summary":"`+strings.Repeat("é", 121)+`"`, 1)), []wantErr{{"invalid_text", "/commands/0/summary"}}},
-		{"execute missing", doc(`{"id":"c","path":["c"],"summary":"s"}`), []wantErr{{"missing_field", "/commands/0/execute"}}},
+		{"execute missing", doc(`{"id":"c","path":["c"],"summary":"s",` + effects + `}`), []wantErr{{"missing_field", "/commands/0/execute"}}},
 		{"unknown command member", doc(cmd("c", `"hidden":true`)), []wantErr{{"unknown_field", "/commands/0/hidden"}}},
 
 		// Inputs.

@@ -59,7 +59,7 @@ func setupB(t testing.TB) (*invoke.Core, string) {
 		if h.structured {
 			result = `{"kind":"structured","schema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}}`
 		}
-		cmds = append(cmds, fmt.Sprintf(`{"id":%q,"path":["h",%q],"summary":"hostile","execute":{"mapping":"managed","program":"bin/%s","result":%s}}`,
+		cmds = append(cmds, fmt.Sprintf(`{"id":%q,"path":["h",%q],"summary":"hostile","execute":{"mapping":"managed","program":"bin/%s","result":%s},"effects":{"class":"none"}}`,
 			h.id, h.id, h.id, result))
 		write(t, filepath.Join(rel, "bin", h.id), "#!/bin/sh\n"+h.script+"\n", 0o755)
 	}
@@ -212,7 +212,7 @@ func TestAccessRules(t *testing.T) {
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.access","version":"1.0.0","publisher":"test",
 	  "commands":[{"id":"read","path":["acc"],"summary":"s","inputs":[{"id":"env","type":"string","required":true}],
 	    "execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}},
-	    "access":[{"action":"deploy.read","resource":"env:{env}"}]}]}`, 0o644)
+	    "access":[{"action":"deploy.read","resource":"env:{env}"}],"effects":{"class":"read"}}]}`, 0o644)
 	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
 		"tasks":{"owner":{"commands":["test.*/*"],"deadlineMs":5000,"maxConcurrent":1,"enforcement":"host",

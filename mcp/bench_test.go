@@ -61,7 +61,7 @@ func benchHome(b *testing.B, n int) (string, string) {
 			cmds = append(cmds, fmt.Sprintf(`{"id":"c%d","path":["p%d","c%d"],"summary":"Command %d","description":"Does thing %d.",
 				"inputs":[{"id":"count","type":"integer","minimum":1,"maximum":5,"default":1,"description":"How many"},{"id":"name","type":"string","maxLength":40}],
 				"execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"structured","schema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],"additionalProperties":false}}},
-				"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}`, i, pkg, i, i, i))
+				"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}`, i, pkg, i, i, i))
 		}
 		prog = filepath.Join(rel, "bin", "ok")
 		writeB(b, prog, "#!/bin/sh\nprintf '{\"type\":\"complete\",\"token\":\"%s\",\"status\":\"succeeded\",\"commandResult\":{\"kind\":\"structured\",\"data\":{\"ok\":true}}}\\n' \"$RUKH_IPC_TOKEN\" >&3\n", 0o755)

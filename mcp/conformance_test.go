@@ -239,7 +239,7 @@ func slowSleepHome(t *testing.T) string {
 	rel := filepath.Join(dir, "slow")
 	write(t, filepath.Join(rel, "bin", "slow"), "#!/bin/sh\nsleep 60\n"+reportText+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.slow","version":"1.0.0","publisher":"test","commands":[
-		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
+		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`, 0o644)
 	a := testhome.InstallPinned(t, filepath.Join(dir, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.slow/*"],"task":"agent"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":120000,"maxConcurrent":4,"enforcement":"host"},
@@ -273,7 +273,7 @@ func TestUnreadDiagnosticsLogDoesNotBlock(t *testing.T) {
 	rel := filepath.Join(dir, "rel")
 	write(t, filepath.Join(rel, "bin", "noisy"), "#!/bin/sh\ni=0\nwhile [ $i -lt 3000 ]; do echo line $i; i=$((i+1)); done\n"+reportText+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.noisy","version":"1.0.0","publisher":"test","commands":[
-		{"id":"noisy","path":["noisy"],"summary":"Noisy","execute":{"mapping":"managed","program":"bin/noisy","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
+		{"id":"noisy","path":["noisy"],"summary":"Noisy","execute":{"mapping":"managed","program":"bin/noisy","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`, 0o644)
 	a := testhome.InstallPinned(t, filepath.Join(dir, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.noisy/*"],"task":"agent"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},

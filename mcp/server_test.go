@@ -34,7 +34,7 @@ func home(t *testing.T, n int, task string) (string, *admin.Admin) {
 			"inputs":[{"id":"count","type":"integer","minimum":1,"maximum":5,"default":1},{"id":"env","type":"string","enum":["stage","prod"],"default":"stage"}],
 			"execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}},
 			"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},
-			"access":[{"action":"deploy.read","resource":"env:{env}"}]}`, i, i, i))
+			"access":[{"action":"deploy.read","resource":"env:{env}"}],"effects":{"class":"read"}}`, i, i, i))
 	}
 	write(t, filepath.Join(rel, "bin", "ok"), "#!/bin/sh\n"+reportText+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.tools","version":"1.0.0","publisher":"test","commands":[`+strings.Join(cmds, ",")+`]}`, 0o644)
@@ -222,7 +222,7 @@ func TestClientCancel(t *testing.T) {
 	rel := filepath.Join(dir, "slow")
 	write(t, filepath.Join(rel, "bin", "slow"), "#!/bin/sh\nexec sleep 30\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.slow","version":"1.0.0","publisher":"test","commands":[
-		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
+		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`, 0o644)
 	a := testhome.InstallPinned(t, filepath.Join(dir, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.slow/*"],"task":"agent"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
@@ -267,7 +267,7 @@ func slowHome(t *testing.T) string {
 	log := filepath.Join(dir, "runs.log")
 	write(t, filepath.Join(rel, "bin", "slow"), "#!/bin/sh\necho + >> "+log+"\nsleep 1\necho - >> "+log+"\n"+reportText+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.slow","version":"1.0.0","publisher":"test","commands":[
-		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`, 0o644)
+		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`, 0o644)
 	a := testhome.InstallPinned(t, filepath.Join(dir, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"team","cli":{"task":"owner"},"mcp":{"expose":["test.slow/*"],"task":"agent"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},

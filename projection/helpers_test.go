@@ -38,7 +38,7 @@ type cmd struct {
 	path     []string
 	aliases  [][]string
 	eligible bool
-	effects  map[string]any // nil: no effects member
+	effects  map[string]any // nil: {"class":"read"}
 }
 
 // decl decodes (from memory: the programs do not exist, and Build must
@@ -65,6 +65,8 @@ func decl(t testing.TB, pkg string, cmds ...cmd) *descriptor.Descriptor {
 		}
 		if c.effects != nil {
 			m["effects"] = c.effects
+		} else {
+			m["effects"] = map[string]any{"class": "read"}
 		}
 		cs = append(cs, m)
 	}

@@ -128,11 +128,14 @@ func TestOutputSchemaText(t *testing.T) {
 }
 
 func TestAnnotations(t *testing.T) {
+	// Undeclared effects (only a version 1 command has none) give no hints.
+	if got, err := json.Marshal(annotations(descriptor.Effects{})); err != nil || string(got) != `{}` {
+		t.Errorf("undeclared effects: annotations %s, %v; want {}", got, err)
+	}
 	for _, tc := range []struct {
 		effects map[string]any
 		want    string
 	}{
-		{nil, `{}`},
 		{map[string]any{"class": "none"}, `{"readOnlyHint":true,"destructiveHint":false}`},
 		{map[string]any{"class": "read", "idempotent": true}, `{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true}`},
 		{map[string]any{"class": "write", "openWorld": true}, `{"readOnlyHint":false,"destructiveHint":false,"openWorldHint":true}`},

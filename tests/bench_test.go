@@ -112,7 +112,7 @@ func installCatalog(b *testing.B, home, hello string, n int) {
 		dir := filepath.Join(home, fmt.Sprintf("filler%d", pkg))
 		var cmds []string
 		for i := range k {
-			cmds = append(cmds, fmt.Sprintf(`{"id":"c%d","path":["filler%d","c%d"],"summary":"filler","inputs":[{"id":"x","type":"integer","minimum":0}],"execute":{"mapping":"managed","program":"bin/t","result":{"kind":"text"}}}`, i, pkg, i))
+			cmds = append(cmds, fmt.Sprintf(`{"id":"c%d","path":["filler%d","c%d"],"summary":"filler","inputs":[{"id":"x","type":"integer","minimum":0}],"execute":{"mapping":"managed","program":"bin/t","result":{"kind":"text"}},"effects":{"class":"none"}}`, i, pkg, i))
 		}
 		desc := fmt.Sprintf(`{"schema":"rukh.extension/2","package":"bench.filler%d","version":"1.0.0","publisher":"bench","commands":[%s]}`, pkg, strings.Join(cmds, ","))
 		if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {

@@ -295,8 +295,8 @@ func TestChildDiesWithHost(t *testing.T) {
 	os.WriteFile(filepath.Join(rel, "bin", "stubborn"), []byte(script), 0o755)
 	os.WriteFile(filepath.Join(rel, "bin", "ok"), []byte("#!/bin/sh\nprintf '{\"type\":\"complete\",\"token\":\"%s\",\"status\":\"succeeded\",\"commandResult\":{\"kind\":\"text\",\"text\":\"ok\"}}\\n' \"$RUKH_IPC_TOKEN\" >&3\n"), 0o755)
 	os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(`{"schema":"rukh.extension/2","package":"t.host","version":"1.0.0","publisher":"t","commands":[
-		{"id":"stubborn","path":["stubborn"],"summary":"Ignores SIGTERM","execute":{"mapping":"managed","program":"bin/stubborn","result":{"kind":"text"}}},
-		{"id":"ok","path":["ok"],"summary":"Ok","execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}}}]}`), 0o644)
+		{"id":"stubborn","path":["stubborn"],"summary":"Ignores SIGTERM","execute":{"mapping":"managed","program":"bin/stubborn","result":{"kind":"text"}},"effects":{"class":"none"}},
+		{"id":"ok","path":["ok"],"summary":"Ok","execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"text"}},"effects":{"class":"none"}}]}`), 0o644)
 	home := filepath.Join(dir, "home")
 	testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	env := append(os.Environ(), "RUKH_HOME="+home)

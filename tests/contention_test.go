@@ -24,7 +24,7 @@ import (
 // admission wait of each call from it.
 var stampExt = map[string]string{
 	"rukh-extension.json": `{"schema":"rukh.extension/2","package":"load.stamp","version":"1.0.0","publisher":"test",
- "commands":[{"id":"stamp","path":["stamp"],"summary":"say when it started","execute":{"mapping":"managed","program":"bin/stamp","result":{"kind":"text"}}}]}`,
+ "commands":[{"id":"stamp","path":["stamp"],"summary":"say when it started","execute":{"mapping":"managed","program":"bin/stamp","result":{"kind":"text"}},"effects":{"class":"none"}}]}`,
 	"bin/stamp": `#!/bin/sh
 t=$(date +%s%N)
 read -r _ <&3

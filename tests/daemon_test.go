@@ -212,8 +212,8 @@ func dtNewHome(t *testing.T, b *dtBins) *dtHome {
 		"bin/ppid": "#!/bin/sh\necho $PPID >> " + dir + "/ppid.runs\n" + report + `"$PPID" >&3` + "\n",
 		"bin/slow": "#!/bin/sh\necho run >> " + dir + "/slow.runs\necho $$ $RUKH_INVOCATION_ID > " + dir + "/slow.tmp\nmv " + dir + "/slow.tmp " + dir + "/slow.pid\nsleep 120\n" + report + "done >&3\n",
 		"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.daemon","version":"1.0.0","publisher":"test","commands":[
-			{"id":"ppid","path":["ppid"],"summary":"Ppid","execute":{"mapping":"managed","program":"bin/ppid","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}},
-			{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`,
+			{"id":"ppid","path":["ppid"],"summary":"Ppid","execute":{"mapping":"managed","program":"bin/ppid","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
+			{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`,
 	})
 	a := testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
 	testhome.Apply(t, a, `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.daemon/*"],"task":"agent"},

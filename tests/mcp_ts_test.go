@@ -130,15 +130,15 @@ func tsRelease(t *testing.T, rel string) string {
 	text := `{"kind":"text"}`
 	cmds := []string{
 		`{"id":"echo","path":["echo"],"summary":"Echo","inputs":[{"id":"word","type":"string","enum":["hello","hola","salut"],"default":"hello"}],` +
-			managed("echo", `{"kind":"structured","schema":{"type":"object","properties":{"word":{"type":"string"}},"required":["word"],"additionalProperties":false}}`) + `}`,
-		`{"id":"count","path":["count"],"summary":"Count","inputs":[{"id":"count","type":"integer","minimum":1,"maximum":5,"default":1}],` + managed("ok", text) + `}`,
+			managed("echo", `{"kind":"structured","schema":{"type":"object","properties":{"word":{"type":"string"}},"required":["word"],"additionalProperties":false}}`) + `,"effects":{"class":"none"}}`,
+		`{"id":"count","path":["count"],"summary":"Count","inputs":[{"id":"count","type":"integer","minimum":1,"maximum":5,"default":1}],` + managed("ok", text) + `,"effects":{"class":"none"}}`,
 		`{"id":"read","path":["read"],"summary":"Read","inputs":[{"id":"env","type":"string","enum":["stage","prod"],"required":true}],` +
-			managed("ok", text) + `,"access":[{"action":"deploy.read","resource":"env:{env}"}]}`,
-		`{"id":"slow","path":["slow"],"summary":"Slow",` + managed("slow", text) + `}`,
-		`{"id":"progress","path":["progress"],"summary":"Progress",` + managed("progress", text) + `}`,
+			managed("ok", text) + `,"access":[{"action":"deploy.read","resource":"env:{env}"}],"effects":{"class":"read"}}`,
+		`{"id":"slow","path":["slow"],"summary":"Slow",` + managed("slow", text) + `,"effects":{"class":"none"}}`,
+		`{"id":"progress","path":["progress"],"summary":"Progress",` + managed("progress", text) + `,"effects":{"class":"none"}}`,
 	}
 	for i := range tsQuick {
-		cmds = append(cmds, fmt.Sprintf(`{"id":"q%02d","path":["q%02d"],"summary":"Quick %d",`, i, i, i)+managed("ok", text)+`}`)
+		cmds = append(cmds, fmt.Sprintf(`{"id":"q%02d","path":["q%02d"],"summary":"Quick %d",`, i, i, i)+managed("ok", text)+`,"effects":{"class":"none"}}`)
 	}
 	files["rukh-extension.json"] = `{"schema":"rukh.extension/2","package":"ts.tools","version":"1.0.0","publisher":"test","commands":[` + strings.Join(cmds, ",\n") + `]}`
 	for name, content := range files {

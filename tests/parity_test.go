@@ -55,7 +55,7 @@ var echoDescriptor = `{"schema":"rukh.extension/2","package":"test.echo","versio
      "env":` + inputSchema(`{"type":"string"}`) + `,
      "name":` + inputSchema(`{"type":"string"}`) + `},
     "additionalProperties":false}}},
-  "machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`
+  "machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`
 
 // TestParity runs one table of intents through the CLI and through MCP
 // and requires the same outcome and, on success, the same typed inputs as

@@ -52,8 +52,8 @@ func TestSoak(t *testing.T) {
 	os.WriteFile(filepath.Join(rel, "bin", "quick"), []byte("#!/bin/sh\n"+record+report+"\n"), 0o755)
 	os.WriteFile(filepath.Join(rel, "bin", "slow"), []byte("#!/bin/sh\n"+record+"sleep 0.$(($$ % 4 + 1))\n"+report+"\n"), 0o755)
 	os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(`{"schema":"rukh.extension/2","package":"soak.t","version":"1.0.0","publisher":"t","commands":[
-		{"id":"quick","path":["quick"],"summary":"Quick","execute":{"mapping":"managed","program":"bin/quick","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}},
-		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]}}]}`), 0o644)
+		{"id":"quick","path":["quick"],"summary":"Quick","execute":{"mapping":"managed","program":"bin/quick","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
+		{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`), 0o644)
 	home := filepath.Join(dir, "home")
 	testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	env := append(os.Environ(), "RUKH_HOME="+home)
