@@ -13,7 +13,7 @@ import (
 func newInvocationsCmd(f *Factory) *cobra.Command {
 	cmd := noArgsGroup(&cobra.Command{
 		Use:   "invocations",
-		Short: "List and show recorded invocations and their outcomes",
+		Short: "List, show and wait for recorded invocations and their outcomes",
 	})
 	var limit int
 	var asJSON bool
@@ -76,14 +76,21 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 				{"via", r.Transport}, {"task", r.Task}, {"started", r.StartedAt.Format(time.RFC3339Nano)},
 				{"finished", formatTime(r.FinishedAt)}, {"outcome", r.Outcome}, {"reason", r.Reason},
 				{"exit status", strconv.Itoa(r.ExitStatus)}, {"detail", r.Detail},
+				{"enforcement", r.Enforcement}, {"action", r.Action}, {"resource", r.Resource}, {"approval", r.ApprovalID},
 			} {
+				if kv[1] == "" && (kv[0] == "enforcement" || kv[0] == "action" || kv[0] == "resource" || kv[0] == "approval") {
+					continue
+				}
 				fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+			}
+			for _, e := range r.Effects {
+				fmt.Fprintf(tw, "effect:\t%s %s\n", e.Kind, e.Ref)
 			}
 			return tw.Flush()
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
-	cmd.AddCommand(list, show)
+	cmd.AddCommand(list, show, newInvocationsWaitCmd(f))
 	return cmd
 }
 
@@ -100,12 +107,22 @@ type invocationJSON struct {
 	Reason     string     `json:"reason,omitempty"`
 	ExitStatus int        `json:"exitStatus"`
 	Detail     string     `json:"detail,omitempty"`
+	// Enforcement is the profile the task applied; Effects what the
+	// command reported; Action, Resource and ApprovalID what a refusal
+	// refused (or the approval a call ran under).
+	Enforcement string         `json:"enforcement,omitempty"`
+	Effects     []store.Effect `json:"effects,omitempty"`
+	Action      string         `json:"action,omitempty"`
+	Resource    string         `json:"resource,omitempty"`
+	ApprovalID  string         `json:"approvalId,omitempty"`
 }
 
 func toInvocationJSON(inv *store.Invocation) invocationJSON {
 	r := invocationJSON{ID: inv.ID, Command: inv.Identity, Release: inv.Digest, Revision: inv.Revision,
 		Transport: inv.Transport, Task: inv.Task, StartedAt: inv.StartedAt, Outcome: inv.Outcome,
-		Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail}
+		Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail,
+		Enforcement: inv.Enforcement, Effects: inv.Effects, Action: inv.Attempt.Action, Resource: inv.Attempt.Resource,
+		ApprovalID: inv.Attempt.ApprovalID}
 	if !inv.FinishedAt.IsZero() {
 		t := inv.FinishedAt
 		r.FinishedAt = &t

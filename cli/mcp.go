@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/mcp"
 	"github.com/rukh-cli/rukh/mcp/guard"
 	"github.com/rukh-cli/rukh/wire"
@@ -27,6 +28,12 @@ command diagnostics go to stderr or --log-file.`,
 			h, err := f.ToolHost()
 			if err != nil {
 				return err
+			}
+			if a, ok := h.(*client.Auto); ok {
+				// Runs detached in this process end with it, recorded
+				// cancelled/interrupted (docs/adr/0005-detached-runs-and-waits.md);
+				// those the daemon runs are the daemon's.
+				defer a.StopDetached()
 			}
 			var logw io.Writer = f.IO.ErrOut
 			if logFile != "" {

@@ -12,12 +12,14 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/projection"
 	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/wire"
 )
 
 // Host is everything a presentation may ask of Rukh.
@@ -52,6 +54,9 @@ type Host interface {
 	// Observe: invocation records.
 	Invocations(ctx context.Context, limit int) ([]*store.Invocation, error)
 	Invocation(ctx context.Context, id string) (*store.Invocation, error)
+	// WaitFor observes invocations of every task until each is terminal,
+	// none can change by waiting, or timeout has passed (invoke.Core.Wait).
+	WaitFor(ctx context.Context, ids []string, timeout time.Duration) (*wire.WaitResult, error)
 	// CheckStore checks the store's consistency.
 	CheckStore(ctx context.Context) error
 	// Enforceable says, per enforcement profile, whether this machine
@@ -67,6 +72,7 @@ type Local struct {
 	core     *invoke.Core
 	cache    *projection.Cache
 	profiles sync.Map // revision → *profile.Profile of cached projections
+	runs     detachedRuns
 }
 
 // NewLocal returns the in-process Host for a data directory: it opens the

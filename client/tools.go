@@ -230,6 +230,9 @@ func (l *Local) callTool(ctx context.Context, p *projection.Projection, tool *pr
 			opts.OnProgress(&wire.Progress{Message: pr.Message, Done: pr.Done, Total: pr.Total})
 		}
 	}
+	if call.Detach {
+		return l.detach(ctx, target, r, opts, tool)
+	}
 	out, err := l.Invoke(ctx, target, r)
 	res := &wire.CallResult{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, Message: out.Message}
 	if rr := out.Result; rr != nil {

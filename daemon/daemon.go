@@ -92,6 +92,7 @@ func (s *Server) init() {
 // invocation is recorded as cancelled/interrupted) and returns.
 func (s *Server) Stop() {
 	s.drain()
+	s.Host.StopDetached()
 	if c := s.cancel.Load(); c != nil {
 		(*c)()
 	}
@@ -124,6 +125,10 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	} else if len(lost) > 0 {
 		s.Logger.Warn("recorded invocations of a lost host as execution_failed/host_lost", "ids", strings.Join(lost, ","))
 	}
+	// Runs detached from their calls end before the store closes: on
+	// their own when the daemon drains, stopped (and recorded
+	// cancelled/interrupted) when it stops.
+	defer s.Host.WaitDetached()
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	s.cancel.Store(&cancelWork)
@@ -184,7 +189,7 @@ func (s *Server) idleWatch() {
 		case <-s.activity:
 			t.Reset(s.Idle)
 		case <-t.C:
-			if s.conns.Load() == 0 && s.inflight.Load() == 0 {
+			if s.conns.Load() == 0 && s.inflight.Load() == 0 && s.Host.DetachedRunning() == 0 {
 				s.Logger.Info("idle; exiting", "after", s.Idle)
 				s.Stop()
 				return
@@ -398,6 +403,21 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 			return
 		}
 		reply(&wire.Msg{CallResult: res})
+	case req.WaitInvocations != nil:
+		// Observing only: the client going away ends the wait, never a run.
+		cl := s.watch(ctx, c)
+		defer cl.cancel()
+		w := req.WaitInvocations
+		if w.TimeoutMs < 0 || w.TimeoutMs > wire.MaxWaitTimeoutMs {
+			fail(wire.Errorf(wire.CodeInvalidArgument, "the timeout %dms is out of bounds (0 to %dms)", w.TimeoutMs, wire.MaxWaitTimeoutMs))
+			return
+		}
+		res, err := s.Host.WaitInvocations(cl.ctx, w.Task, w.IDs, time.Duration(w.TimeoutMs)*time.Millisecond)
+		if err != nil {
+			fail(err)
+			return
+		}
+		reply(&wire.Msg{WaitResult: res})
 	case req.Status != nil:
 		reply(&wire.Msg{Daemon: s.status()})
 	case req.Stop != nil:
@@ -491,7 +511,7 @@ func (s *Server) status() *wire.DaemonStatus {
 	rev, _ := s.Host.ActiveRevision()
 	return &wire.DaemonStatus{
 		PID: os.Getpid(), Build: s.Build, StartedUnix: s.started.Unix(), Socket: s.Paths.Socket(s.Name),
-		Activated: s.Activated, Revision: rev, Connections: int(s.conns.Load()) - 1, InFlight: int(s.inflight.Load()),
+		Activated: s.Activated, Revision: rev, Connections: int(s.conns.Load()) - 1, InFlight: int(s.inflight.Load()) + s.Host.DetachedRunning(),
 		RSSBytes: rss(),
 	}
 }

@@ -8,6 +8,7 @@ package seam
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/rukh-cli/rukh/wire"
 )
@@ -24,6 +25,13 @@ type ToolHost interface {
 	BindTask(ctx context.Context, task string) (string, error)
 	ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error)
 	CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error)
+	// WaitInvocations observes the invocations ids of task for at most
+	// timeout (0 looks once; at most wire.MaxWaitTimeoutMs) until every
+	// one is terminal or cannot change by waiting. Other tasks' records
+	// are unknown, like ids that do not exist. It never touches a run;
+	// ctx ending ends the observation only. A request out of bounds is
+	// invalid_argument. docs/adr/0005-detached-runs-and-waits.md.
+	WaitInvocations(ctx context.Context, task string, ids []string, timeout time.Duration) (*wire.WaitResult, error)
 }
 
 // CallOptions are a call's ties to its presentation.

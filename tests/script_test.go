@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -69,6 +70,18 @@ func runScripts(t *testing.T, withDaemon bool) {
 				if got != want {
 					ts.Fatalf("exit status %d, want %d", got, want)
 				}
+			},
+			// setmatch VAR REGEXP sets VAR to the first submatch of REGEXP
+			// in the last command's stdout (an invocation id, say).
+			"setmatch": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: setmatch VAR REGEXP")
+				}
+				m := regexp.MustCompile(args[1]).FindStringSubmatch(ts.ReadFile("stdout"))
+				if len(m) < 2 {
+					ts.Fatalf("stdout has no match for %s", args[1])
+				}
+				ts.Setenv(args[0], m[1])
 			},
 			// setdigest VAR DIR sets VAR to the release digest of DIR, as
 			// an owner would read it from `ext pack` or an install refusal.

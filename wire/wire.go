@@ -60,6 +60,8 @@ type Msg struct {
 	Stop      *Stop      `cbor:"stop,omitempty"`
 	Cancel    *Cancel    `cbor:"cancel,omitempty"`
 
+	WaitInvocations *WaitInvocations `cbor:"waitInvocations,omitempty"`
+
 	// Events.
 	Started  *Started  `cbor:"started,omitempty"`
 	Progress *Progress `cbor:"progress,omitempty"`
@@ -72,6 +74,8 @@ type Msg struct {
 	CallResult *CallResult   `cbor:"callResult,omitempty"`
 	Daemon     *DaemonStatus `cbor:"daemon,omitempty"`
 	Stopping   *Stopping     `cbor:"stopping,omitempty"`
+
+	WaitResult *WaitResult `cbor:"waitResult,omitempty"`
 }
 
 // Hello opens a connection, both ways. Build identifies the binary's
@@ -97,12 +101,16 @@ const (
 	CodeStoreUnavailable = "store_unavailable" // the store could not be read or written
 	CodeStoreDamaged     = "store_damaged"     // the store file is corrupt
 	CodeInternal         = "internal"          // anything else
+	// A request the daemon understood but refuses as a whole: a wait on
+	// no ids or more than MaxWaitIDs, a duplicate id, a timeout out of
+	// bounds. The message says which; nothing was done.
+	CodeInvalidArgument = "invalid_argument"
 )
 
 var codes = map[string]bool{
 	CodeBadRequest: true, CodeProtocolMismatch: true, CodeBuildMismatch: true, CodeDaemonStale: true,
 	CodeShuttingDown: true, CodeUnknownTool: true, CodeBadCursor: true, CodeTaskUndefined: true,
-	CodeStoreUnavailable: true, CodeStoreDamaged: true, CodeInternal: true,
+	CodeStoreUnavailable: true, CodeStoreDamaged: true, CodeInternal: true, CodeInvalidArgument: true,
 }
 
 // Error is a failure that crosses the socket.
@@ -182,6 +190,13 @@ type CallTool struct {
 	Arguments []byte `cbor:"arguments"` // JSON, as the client sent it
 	Progress  bool   `cbor:"progress"`  // send Progress events
 	Diag      bool   `cbor:"diag"`      // send Diag events (the diagnostics log)
+	// Detach answers as soon as the call is admitted and recorded (its
+	// CallResult has Detached set and no outcome yet) while the command
+	// runs on in the host, under the same deadline, slot and record as
+	// any call; WaitInvocations observes it. A call refused at admission
+	// answers with its outcome, as without Detach.
+	// docs/adr/0005-detached-runs-and-waits.md.
+	Detach bool `cbor:"detach,omitempty"`
 }
 
 // Cancel stops the operation in progress; Reason is "interrupted" or
@@ -209,14 +224,17 @@ type Diag struct {
 
 // CallResult is the committed outcome of a tool call.
 type CallResult struct {
-	InvocationID string         `cbor:"invocationId"`
-	Outcome      string         `cbor:"outcome"`
-	Reason       string         `cbor:"reason"`
-	Message      string         `cbor:"message"`
-	Result       *CommandResult `cbor:"result,omitempty"`
-	Effects      []Effect       `cbor:"effects,omitempty"`
-	InputSchema  []byte         `cbor:"inputSchema,omitempty"` // the tool's, for an invalid_input refusal
-	RecordError  string         `cbor:"recordError,omitempty"` // the outcome could not be recorded
+	InvocationID string `cbor:"invocationId"`
+	Outcome      string `cbor:"outcome"`
+	Reason       string `cbor:"reason"`
+	Message      string `cbor:"message"`
+	// Detached: the call was admitted and runs on in its host (CallTool
+	// with Detach); Outcome is empty until WaitInvocations sees it end.
+	Detached    bool           `cbor:"detached,omitempty"`
+	Result      *CommandResult `cbor:"result,omitempty"`
+	Effects     []Effect       `cbor:"effects,omitempty"`
+	InputSchema []byte         `cbor:"inputSchema,omitempty"` // the tool's, for an invalid_input refusal
+	RecordError string         `cbor:"recordError,omitempty"` // the outcome could not be recorded
 	// Dispatch is the answer of a call of the dispatch tool
 	// (docs/adr/0006-dispatch-projection.md): then it is the only member
 	// set.
@@ -260,6 +278,64 @@ type CommandResult struct {
 type Effect struct {
 	Kind string `cbor:"kind"`
 	Ref  string `cbor:"ref"`
+}
+
+// Bounds of a wait: ids in one WaitInvocations, and its longest window.
+// A presentation may use a shorter window (an MCP client's own request
+// timeout); never a longer one.
+const (
+	MaxWaitIDs       = 64
+	MaxWaitTimeoutMs = 10 * 60 * 1000
+)
+
+// WaitInvocations observes the invocations IDs (each a full id or a
+// unique prefix of at least 8 hex characters) for at most TimeoutMs (0
+// looks once) until every one is terminal or cannot change by waiting.
+// Only the records of Task are seen; any other id is unknown, exactly like
+// one that does not exist. Observing never changes a record or a run:
+// cancelling the wait (or closing the connection) leaves them as they are.
+type WaitInvocations struct {
+	Task      string   `cbor:"task"`
+	IDs       []string `cbor:"ids"`
+	TimeoutMs int64    `cbor:"timeoutMs"`
+}
+
+// The statuses of an id in a WaitResult.
+const (
+	WaitTerminal = "terminal" // its outcome is recorded: it never changes again
+	WaitPending  = "pending"  // running, its host alive: waiting may change it
+	WaitStopped  = "stopped"  // open, but its host is gone: the next admission of any call records it
+	WaitUnknown  = "unknown"  // no record the caller may see; Error says why
+)
+
+// WaitResult is what a wait saw: one entry per id, in the order given,
+// and the ids partitioned by status: every id is in exactly one of
+// Terminal, Pending, Stopped and Unknown (each in the order given). An
+// expired window is not an error: TimedOut says it closed with ids still
+// pending. Its JSON encoding is what `rukh invocations wait --json`
+// prints and what the dispatch verb invocations.wait answers.
+type WaitResult struct {
+	Entries     []WaitEntry `cbor:"entries" json:"entries"`
+	AllTerminal bool        `cbor:"allTerminal" json:"allTerminal"`
+	TimedOut    bool        `cbor:"timedOut" json:"timedOut"`
+	Terminal    []string    `cbor:"terminal" json:"terminal"`
+	Pending     []string    `cbor:"pending" json:"pending"`
+	Stopped     []string    `cbor:"stopped" json:"stopped"`
+	Unknown     []string    `cbor:"unknown" json:"unknown"`
+	TimeoutMs   int64       `cbor:"timeoutMs" json:"timeoutMs"` // the window that applied
+}
+
+// WaitEntry is one id of a wait. Every entry has every member, so a
+// caller reads one shape whether or not it carries an error.
+type WaitEntry struct {
+	ID           string `cbor:"id" json:"id"`                     // as given, lowercased
+	InvocationID string `cbor:"invocationId" json:"invocationId"` // the full id; "" when unknown
+	Command      string `cbor:"command" json:"command"`           // the command's identity; "" when unknown
+	Status       string `cbor:"status" json:"status"`             // WaitTerminal, WaitPending, WaitStopped or WaitUnknown
+	Terminal     bool   `cbor:"terminal" json:"terminal"`
+	Outcome      string `cbor:"outcome" json:"outcome"` // "" unless terminal
+	Reason       string `cbor:"reason" json:"reason"`
+	Error        string `cbor:"error" json:"error"` // "" unless unknown
 }
 
 // Status asks the daemon how it is.
