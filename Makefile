@@ -19,8 +19,8 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
 	# The enforcement helper starts before every restricted or strict
-	# command: static, it starts without the dynamic loader.
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh-sandbox
+	# command: C without libc (sandbox/helper), built with $$CC or cc.
+	$(GO) run ./internal/mksandbox -o $(BIN)/rukh-sandbox
 	$(GO) build -o examples/hello-go/bin/hello ./examples/hello-go
 
 # The owner flow on a throwaway RUKH_HOME (./.demo), never your own.

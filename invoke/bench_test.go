@@ -3,12 +3,12 @@ package invoke_test
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/sandbox"
 )
 
 // BenchmarkInvoke is one whole invocation of a trivial sh extension in
@@ -33,8 +33,8 @@ func BenchmarkInvoke(b *testing.B) {
 // network namespaces). The differences are the spawn cost of each profile.
 func BenchmarkEnforcement(b *testing.B) {
 	helper := filepath.Join(b.TempDir(), "rukh-sandbox")
-	if out, err := exec.Command("go", "build", "-o", helper, "../cmd/rukh-sandbox").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	if err := sandbox.Build(helper); err != nil {
+		b.Fatal(err)
 	}
 	for _, enf := range []string{"host", "restricted", "strict"} {
 		b.Run(enf, func(b *testing.B) {

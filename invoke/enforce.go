@@ -1,7 +1,6 @@
 package invoke
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -43,7 +42,7 @@ type enforcement struct {
 // prepareEnforcement builds the confinement of a command under the task's
 // profile, or refuses: a profile this machine cannot apply is never run
 // weaker.
-func (c *Core) prepareEnforcement(task profile.Task, prog, releaseDir, id string, grants []grant) (*enforcement, *Outcome) {
+func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, grants []grant) (*enforcement, *Outcome) {
 	e := &enforcement{profile: task.Enforcement}
 	if e.profile == "" || e.profile == profile.EnforceHost {
 		return e, nil
@@ -56,7 +55,7 @@ func (c *Core) prepareEnforcement(task profile.Task, prog, releaseDir, id string
 		return nil, rejected(ReasonEnforcementUnavailable,
 			"the task's enforcement is %q, but %s is not installed beside this program or on $PATH; nothing was run", e.profile, HelperName)
 	}
-	spec := &sandbox.Spec{Profile: e.profile, Program: prog}
+	spec := &sandbox.Spec{Profile: e.profile}
 	for _, l := range []struct {
 		res int
 		v   int64
@@ -87,6 +86,9 @@ func (c *Core) prepareEnforcement(task profile.Task, prog, releaseDir, id string
 
 // wrap makes ex start the helper, which applies the profile and execs the
 // command; the helper's report pipe is the descriptor after the channel.
+// The helper itself enters strict's user and network namespaces: the host
+// forks as for any command (a vfork, whatever the host's size), and a
+// kernel that refuses them is reported like any profile it cannot apply.
 func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart *os.File, err error) {
 	if e.spec == nil {
 		return nil, nil
@@ -98,18 +100,11 @@ func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart *os.File, err error) {
 	e.report = r
 	e.spec.ReportFD = 3 + len(ex.ExtraFiles)
 	ex.ExtraFiles = append(ex.ExtraFiles, w)
-	spec, _ := json.Marshal(e.spec)
-	ex.Env = append(ex.Env, "TMPDIR="+e.tmpdir, sandbox.EnvSpec+"="+string(spec))
-	ex.Args = append([]string{e.helper}, ex.Args...)
-	ex.Path = e.helper
-	if e.profile == profile.EnforceStrict {
-		// No network: a network namespace of its own (only a loopback that
-		// is down), in a user namespace that maps the caller to itself.
-		attr := ex.SysProcAttr
-		attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	if e.tmpdir != "" {
+		ex.Env = append(ex.Env, "TMPDIR="+e.tmpdir)
 	}
+	ex.Args = e.spec.Args(e.helper, append([]string{ex.Path}, ex.Args...))
+	ex.Path = e.helper
 	return w, nil
 }
 
@@ -132,12 +127,8 @@ func (e *enforcement) cleanup() {
 	}
 }
 
-// startError classifies a failure to start the helper itself: a machine
-// without user namespaces cannot give a strict command its own network.
+// startError classifies a failure to start the helper itself.
 func (e *enforcement) startError(identity string, err error) *Outcome {
-	if e.spec != nil && e.profile == profile.EnforceStrict {
-		return rejected(ReasonEnforcementUnavailable, "cannot apply enforcement %q to %s: %v (no unprivileged user and network namespaces?); nothing was run", e.profile, identity, err)
-	}
 	return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: fmt.Sprintf("cannot start %s: %v", identity, err)}
 }
 
@@ -158,7 +149,7 @@ func (c *Core) Enforceable() map[string]string {
 			continue
 		}
 		e := &enforcement{profile: p, helper: helper, spec: &sandbox.Spec{Profile: p, Probe: true, ReadOnly: sandbox.SystemReadOnly}}
-		// No program: wrap makes the helper the whole command line.
+		// A probe: wrap makes the helper the whole command line.
 		ex := &exec.Cmd{SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 		w, err := e.wrap(ex)
 		if err == nil {

@@ -147,7 +147,7 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		ex.Stdin = req.Stdin
 		ex.WaitDelay = channelGrace // a stdin copy must not outlive the command
 	}
-	enf, refused := c.prepareEnforcement(ad.task, prog, releaseDir, id, ad.grants)
+	enf, refused := c.prepareEnforcement(ad.task, releaseDir, id, ad.grants)
 	if refused != nil {
 		return refused
 	}

@@ -1,21 +1,19 @@
 // Package sandbox applies a task's enforcement profile to a command
 // before it runs: a small helper process (rukh-sandbox) started in the
-// command's place sets its resource limits, no_new_privs and, for
-// strict, a Landlock domain, then execs the command itself. The host
-// creates the network namespace (strict) when it starts the helper. A
-// profile that cannot be applied is reported to the host, which refuses
-// the call; a command never runs weaker than its task declares.
+// command's place sets its resource limits and no_new_privs and, for
+// strict, enters a user and a network namespace of its own and a Landlock
+// domain, then execs the command itself. A profile that cannot be applied
+// is reported to the host, which refuses the call; a command never runs
+// weaker than its task declares.
+//
+// The helper is C without libc (helper/rukh-sandbox.c): it starts before
+// every restricted or strict call, and a Go program's start-up alone
+// (about 2 ms here) is many times its whole budget. Build compiles it.
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"strings"
-
-	"github.com/landlock-lsm/go-landlock/landlock"
-	"golang.org/x/sys/unix"
+	"strconv"
 )
 
 // Profiles.
@@ -25,28 +23,45 @@ const (
 	Strict     = "strict"
 )
 
-// EnvSpec carries the Spec (JSON) from the host to the helper; the helper
-// removes it before exec.
-const EnvSpec = "RUKH_SANDBOX_SPEC"
-
 // Spec is what the helper applies.
 type Spec struct {
-	Profile string   `json:"profile"`
-	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	Profile string
+	Rlimits []Rlimit
 	// Strict only: the paths the command may read (and execute) and
 	// read and write; everything else is denied. TCP bind and connect are
-	// denied too (the host also gives it a network namespace of its own).
-	ReadOnly  []string `json:"readOnly,omitempty"`
-	ReadWrite []string `json:"readWrite,omitempty"`
-	Program   string   `json:"program"`
-	ReportFD  int      `json:"reportFd"`
-	Probe     bool     `json:"probe,omitempty"` // only check that the profile can be applied
+	// denied too, and the command has a network namespace of its own.
+	ReadOnly  []string
+	ReadWrite []string
+	ReportFD  int  // the helper reports a failure here (0: on its stderr)
+	Probe     bool // only check that the profile can be applied
 }
 
 // Rlimit is one resource limit.
 type Rlimit struct {
-	Resource int    `json:"resource"` // unix.RLIMIT_*
-	Max      uint64 `json:"max"`
+	Resource int // unix.RLIMIT_*
+	Max      uint64
+}
+
+// Args is the helper's command line for spec, running argv (the program's
+// path, then its argv[0] and arguments); argv is ignored for a probe.
+func (s *Spec) Args(helper string, argv []string) []string {
+	args := []string{helper, s.Profile}
+	if s.ReportFD > 0 {
+		args = append(args, "--report", strconv.Itoa(s.ReportFD))
+	}
+	for _, r := range s.Rlimits {
+		args = append(args, "--rlimit", strconv.Itoa(r.Resource), strconv.FormatUint(r.Max, 10))
+	}
+	for _, p := range s.ReadOnly {
+		args = append(args, "--ro", p)
+	}
+	for _, p := range s.ReadWrite {
+		args = append(args, "--rw", p)
+	}
+	if s.Probe {
+		return append(args, "--probe")
+	}
+	return append(append(args, "--"), argv...)
 }
 
 // SystemReadOnly are the paths every strict command may read: programs and
@@ -63,105 +78,6 @@ var SystemReadOnly = []string{
 // SystemReadWrite are the paths every strict command may write.
 var SystemReadWrite = []string{"/dev/null", "/dev/tty"}
 
-// Main is the helper's entry point: apply the Spec from the environment,
-// then exec args (the program and its arguments). It returns only on
-// failure, having written the reason to ReportFD.
-func Main(args []string) int {
-	var report *os.File // Spec.ReportFD, close-on-exec: the host reads EOF once the command runs
-	fail := func(format string, a ...any) int {
-		msg := fmt.Sprintf(format, a...)
-		if report != nil {
-			report.WriteString(msg)
-		} else {
-			fmt.Fprintln(os.Stderr, "rukh-sandbox:", msg)
-		}
-		return 1
-	}
-	raw := os.Getenv(EnvSpec)
-	if raw == "" {
-		return fail("no %s: this helper is started by rukh, not by hand", EnvSpec)
-	}
-	var spec Spec
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		return fail("bad spec: %v", err)
-	}
-	if spec.ReportFD >= 3 {
-		unix.CloseOnExec(spec.ReportFD)
-		report = os.NewFile(uintptr(spec.ReportFD), "report")
-	}
-	if err := Apply(&spec); err != nil {
-		return fail("%v", err)
-	}
-	if spec.Probe {
-		return 0
-	}
-	if len(args) == 0 {
-		return fail("no program to run")
-	}
-	env := make([]string, 0, len(os.Environ()))
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, EnvSpec+"=") {
-			env = append(env, kv)
-		}
-	}
-	err := unix.Exec(spec.Program, args, env)
-	return fail("exec %s: %v", spec.Program, err)
-}
-
-// ErrUnavailable wraps every reason a profile cannot be applied here.
+// ErrUnavailable wraps every reason a profile cannot be applied here; the
+// helper's reports of such reasons start with its text.
 var ErrUnavailable = errors.New("enforcement unavailable")
-
-// Apply applies spec to the calling process (all its threads).
-func Apply(spec *Spec) error {
-	switch spec.Profile {
-	case Restricted, Strict:
-	default:
-		return fmt.Errorf("%w: unknown profile %q", ErrUnavailable, spec.Profile)
-	}
-	for _, r := range spec.Rlimits {
-		lim := unix.Rlimit{Cur: r.Max, Max: r.Max}
-		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
-			return fmt.Errorf("%w: setrlimit %d: %v", ErrUnavailable, r.Resource, err)
-		}
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%w: no_new_privs: %v", ErrUnavailable, err)
-	}
-	if spec.Profile != Strict {
-		return nil
-	}
-	// Landlock ABI 4: files (read, write, execute, truncate, refer) and
-	// TCP bind/connect. Not best-effort: a kernel without it refuses.
-	rules := []landlock.Rule{
-		landlock.RODirs(existing(spec.ReadOnly, true)...),
-		landlock.ROFiles(existing(spec.ReadOnly, false)...),
-		landlock.RWDirs(existing(spec.ReadWrite, true)...),
-		landlock.RWFiles(existing(spec.ReadWrite, false)...),
-	}
-	if err := landlock.V4.Restrict(rules...); err != nil {
-		return fmt.Errorf("%w: landlock: %v", ErrUnavailable, err)
-	}
-	// Where the kernel has it (ABI 6), also keep signals and abstract
-	// sockets inside the domain: the command cannot signal the user's other
-	// processes.
-	if err := landlock.V6.BestEffort().RestrictScoped(); err != nil {
-		return fmt.Errorf("%w: landlock scoping: %v", ErrUnavailable, err)
-	}
-	return nil
-}
-
-// existing returns the paths that exist and are (dirs) or are not (files)
-// directories; Landlock rules need open-able paths.
-func existing(paths []string, dirs bool) []string {
-	var out []string
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil || fi.IsDir() != dirs {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}

@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/sandbox"
 )
 
 // confineRelease is a release of the probe extension (testdata/confine):
@@ -46,10 +47,11 @@ func newConfined(t *testing.T, enf string) *confined {
 	c := &confined{dir: t.TempDir()}
 	bin := filepath.Join(c.dir, "bin")
 	c.rukh = filepath.Join(bin, "rukh")
-	for _, b := range [][2]string{{c.rukh, "../cmd/rukh"}, {filepath.Join(bin, "rukh-sandbox"), "../cmd/rukh-sandbox"}} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
-		}
+	if out, err := exec.Command("go", "build", "-o", c.rukh, "../cmd/rukh").CombinedOutput(); err != nil {
+		t.Fatalf("go build rukh: %v\n%s", err, out)
+	}
+	if err := sandbox.Build(filepath.Join(bin, "rukh-sandbox")); err != nil {
+		t.Fatal(err)
 	}
 	rel := filepath.Join(c.dir, "rel")
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/goreleaser/nfpm/v2/files"
 	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/sandbox"
 	"github.com/rukh-cli/rukh/systemd"
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -112,7 +113,7 @@ func build(o options) (string, error) {
 	defer os.RemoveAll(work)
 
 	// Static binaries: the package then depends on nothing, not even libc.
-	// Both carry the source stamp, so the packaged rukh talks to the
+	// rukh and rukhd carry the source stamp, so the packaged rukh talks to the
 	// packaged rukhd and to no daemon of other sources
 	// (docs/adr/0003-daemon.md).
 	stamp := o.Stamp
@@ -123,11 +124,20 @@ func build(o options) (string, error) {
 	}
 	bin := filepath.Join(work, "bin")
 	ldflags := "-s -w -X " + stampVar + "=" + stamp
-	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", bin+string(filepath.Separator), "./cmd/rukh", "./cmd/rukhd", "./cmd/rukh-sandbox")
+	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", bin+string(filepath.Separator), "./cmd/rukh", "./cmd/rukhd")
 	gobuild.Dir = root
 	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if out, err := gobuild.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	// The enforcement helper is C without libc, static too; for this
+	// machine's architecture, as the Go binaries are.
+	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(sandbox.SourcePath)))
+	if err != nil {
+		return "", err
+	}
+	if err := sandbox.BuildSource(src, filepath.Join(bin, "rukh-sandbox")); err != nil {
+		return "", err
 	}
 	rukh := filepath.Join(bin, "rukh")
 

@@ -1,0 +1,530 @@
+/*
+ * rukh-sandbox applies a task's enforcement profile to itself, then execs
+ * the command in its place (docs/adr/0004-containment.md). rukh starts it,
+ * never a person:
+ *
+ *   rukh-sandbox PROFILE [OPTION]... -- PROGRAM ARGV0 [ARG]...
+ *   rukh-sandbox PROFILE [OPTION]... --probe
+ *
+ * PROFILE is restricted or strict. Options (sandbox.Spec.Args writes them):
+ *
+ *   --report FD       report a failure on FD (made close-on-exec: the host
+ *                     reads EOF once the command runs)
+ *   --rlimit RES MAX  set resource RES (RLIMIT_*) to MAX, soft and hard
+ *   --ro PATH         strict: PATH may be read (and executed)
+ *   --rw PATH         strict: PATH may be read and written
+ *   --probe           apply everything, then exit 0 instead of exec
+ *
+ * restricted: the rlimits and no_new_privs. strict: also a user namespace
+ * (the caller mapped to itself) and a network namespace of its own, and a
+ * Landlock domain (ABI 4: the paths above only, TCP bind and connect
+ * denied; with ABI 6, signals and abstract sockets scoped to the domain).
+ * Anything that cannot be applied is reported with "enforcement
+ * unavailable" and nothing runs: never weaker than asked.
+ *
+ * It is freestanding (no libc, raw system calls): it starts before every
+ * restricted or strict command, and a static libc's own start-up costs
+ * more than the whole budget of the helper.
+ */
+#include <asm/unistd.h>
+#include <linux/types.h>
+
+typedef unsigned long size_t;
+
+/* ---- system calls ---- */
+
+#if defined(__x86_64__)
+static long sys6(long n, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+__asm__(".text\n"
+	".global _start\n"
+	"_start:\n"
+	"	xor %rbp, %rbp\n"
+	"	mov %rsp, %rdi\n"
+	"	and $-16, %rsp\n"
+	"	call helper_main\n"
+	"	hlt\n");
+#elif defined(__aarch64__)
+static long sys6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory");
+	return x0;
+}
+__asm__(".text\n"
+	".global _start\n"
+	"_start:\n"
+	"	mov x29, #0\n"
+	"	mov x30, #0\n"
+	"	mov x0, sp\n"
+	"	and sp, x0, #-16\n"
+	"	bl helper_main\n"
+	"	brk #0\n");
+#else
+#error "rukh-sandbox: add this architecture's system call convention"
+#endif
+
+#define sys1(n, a) sys6(n, (long)(a), 0, 0, 0, 0, 0)
+#define sys2(n, a, b) sys6(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define sys3(n, a, b, c) sys6(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define sys4(n, a, b, c, d) sys6(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define sys5(n, a, b, c, d, e) sys6(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
+
+/* The compiler may call these for struct copies and initializers. */
+void *memset(void *d, int c, size_t n)
+{
+	unsigned char *p = d;
+	while (n--)
+		*p++ = (unsigned char)c;
+	return d;
+}
+void *memcpy(void *d, const void *s, size_t n)
+{
+	unsigned char *p = d;
+	const unsigned char *q = s;
+	while (n--)
+		*p++ = *q++;
+	return d;
+}
+
+/* Constants of the kernel's ABI, spelled out here so that old headers do
+ * not matter (linux/landlock.h before 6.7 lacks the network rights). */
+#define AT_FDCWD_ (-100)
+#define AT_EMPTY_PATH_ 0x1000
+#define O_WRONLY_ 01
+#define O_CLOEXEC_ 02000000
+#define O_PATH_ 010000000
+#define F_GETFD_ 1
+#define F_SETFD_ 2
+#define FD_CLOEXEC_ 1
+#define STATX_TYPE_ 0x1U
+#define S_IFMT_ 0170000
+#define S_IFDIR_ 0040000
+#define CLONE_NEWUSER_ 0x10000000
+#define CLONE_NEWNET_ 0x40000000
+#define PR_SET_PDEATHSIG_ 1
+#define PR_GET_PDEATHSIG_ 2
+#define PR_SET_NO_NEW_PRIVS_ 38
+
+#define LL_CREATE_RULESET_VERSION (1U << 0)
+#define LL_RULE_PATH_BENEATH 1
+#define LL_FS_EXECUTE (1ULL << 0)
+#define LL_FS_WRITE_FILE (1ULL << 1)
+#define LL_FS_READ_FILE (1ULL << 2)
+#define LL_FS_READ_DIR (1ULL << 3)
+#define LL_FS_REFER (1ULL << 13)
+#define LL_FS_TRUNCATE (1ULL << 14)
+/* ABI 4 handles the 15 file-system rights of ABI 3 (execute .. truncate)
+ * and TCP bind and connect. */
+#define LL_FS_ABI4 ((1ULL << 15) - 1)
+#define LL_NET_BIND_TCP (1ULL << 0)
+#define LL_NET_CONNECT_TCP (1ULL << 1)
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LL_SCOPE_SIGNAL (1ULL << 1)
+
+/* What each kind of path may do: read = execute, read files, list
+ * directories; read-write = everything of ABI 4 but refer (moving or
+ * linking files between directories). Files get the file rights only. */
+#define LL_RO_DIR (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
+#define LL_RO_FILE (LL_FS_EXECUTE | LL_FS_READ_FILE)
+#define LL_RW_DIR (LL_FS_ABI4 & ~LL_FS_REFER)
+#define LL_RW_FILE (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE)
+
+struct ll_ruleset_attr {
+	__u64 handled_access_fs;
+	__u64 handled_access_net;
+	__u64 scoped; /* ABI 6 */
+};
+struct ll_path_beneath_attr {
+	__u64 allowed_access;
+	__s32 parent_fd;
+} __attribute__((packed));
+
+struct rlimit64_ {
+	__u64 cur, max;
+};
+
+/* struct statx, up to the fields used (the kernel fills what it is given
+ * room for: the size is fixed by the ABI, 256 bytes). */
+struct statx_ {
+	__u32 mask, blksize;
+	__u64 attributes;
+	__u32 nlink, uid, gid;
+	__u16 mode;
+	__u16 pad[1];
+	__u8 rest[256 - 32];
+};
+
+/* ---- failure reports ---- */
+
+static int report_fd = 2;
+static char msg[1024];
+static size_t msg_len;
+
+static void put(const char *s)
+{
+	while (*s && msg_len < sizeof msg - 1)
+		msg[msg_len++] = *s++;
+}
+
+static void put_u(unsigned long long v)
+{
+	char b[24];
+	int i = sizeof b;
+	do
+		b[--i] = (char)('0' + v % 10);
+	while ((v /= 10) && i > 0);
+	for (; i < (int)sizeof b && msg_len < sizeof msg - 1; i++)
+		msg[msg_len++] = b[i];
+}
+
+/* put_err appends the text Go gives the same errno, so that messages read
+ * alike whichever side wrote them. */
+static void put_err(long err)
+{
+	static const struct {
+		int no;
+		const char *text;
+	} names[] = {
+		{1, "operation not permitted"}, {2, "no such file or directory"}, {4, "interrupted system call"},
+		{7, "argument list too long"}, {8, "exec format error"}, {9, "bad file descriptor"},
+		{11, "resource temporarily unavailable"}, {12, "cannot allocate memory"}, {13, "permission denied"},
+		{14, "bad address"}, {20, "not a directory"}, {21, "is a directory"}, {22, "invalid argument"},
+		{24, "too many open files"}, {26, "text file busy"}, {28, "no space left on device"},
+		{36, "file name too long"}, {38, "function not implemented"}, {40, "too many levels of symbolic links"},
+		{87, "too many users"}, {95, "operation not supported"},
+	};
+	unsigned i;
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (names[i].no == -err) {
+			put(names[i].text);
+			return;
+		}
+	}
+	put("errno ");
+	put_u((unsigned long long)-err);
+}
+
+static __attribute__((noreturn)) void die(void)
+{
+	if (report_fd == 2)
+		sys3(__NR_write, 2, "rukh-sandbox: ", 14);
+	else if (msg_len == 0)
+		put("failed");
+	if (report_fd == 2)
+		msg[msg_len++] = '\n';
+	sys3(__NR_write, report_fd, msg, msg_len);
+	for (;;)
+		sys1(__NR_exit_group, 1);
+}
+
+/* unavailable starts the report of a profile that cannot be applied: the
+ * host refuses the call (enforcement_unavailable) on these words, which
+ * are sandbox.ErrUnavailable's. */
+static void unavailable(const char *what)
+{
+	put("enforcement unavailable: ");
+	put(what);
+}
+
+static __attribute__((noreturn)) void fail_sys(const char *what, long err)
+{
+	unavailable(what);
+	put(": ");
+	put_err(err);
+	die();
+}
+
+static __attribute__((noreturn)) void bad_usage(const char *what, const char *arg)
+{
+	put("bad spec: ");
+	put(what);
+	if (arg) {
+		put(" ");
+		put(arg);
+	}
+	put(" (this helper is started by rukh, not by hand)");
+	die();
+}
+
+/* ---- the spec ---- */
+
+#define MAX_RLIMITS 16
+#define MAX_PATHS 256
+
+static int streq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+static int parse_u64(const char *s, __u64 *out)
+{
+	__u64 v = 0;
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (v > (~0ULL - 9) / 10)
+			return -1;
+		v = v * 10 + (__u64)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+struct spec {
+	int strict, probe;
+	int nrlimits;
+	struct {
+		unsigned res;
+		__u64 max;
+	} rlimits[MAX_RLIMITS];
+	int npaths;
+	struct {
+		const char *path;
+		int write;
+	} paths[MAX_PATHS];
+	char **argv; /* PROGRAM ARGV0 ARGS..., or 0 when probing */
+};
+
+static void set_report(const char *arg)
+{
+	__u64 v;
+	if (parse_u64(arg, &v) || v < 3 || v > 1024)
+		bad_usage("bad --report", arg);
+	long flags = sys2(__NR_fcntl, (int)v, F_GETFD_);
+	if (flags < 0 || sys3(__NR_fcntl, (int)v, F_SETFD_, flags | FD_CLOEXEC_) < 0)
+		bad_usage("bad --report", arg);
+	report_fd = (int)v;
+}
+
+static void parse(char **argv, struct spec *s)
+{
+	__u64 v;
+	if (!argv[0] || !argv[1])
+		bad_usage("no profile", 0);
+	/* The report descriptor first (sandbox.Spec.Args puts it there), so
+	 * that whatever follows is reported where the host reads it. */
+	char *profile = *++argv;
+	if (argv[1] && argv[2] && streq(argv[1], "--report")) {
+		set_report(argv[2]);
+		argv += 2;
+	}
+	if (streq(profile, "strict"))
+		s->strict = 1;
+	else if (!streq(profile, "restricted"))
+		bad_usage("unknown profile", profile);
+	for (argv++; *argv; argv++) {
+		char *opt = *argv;
+		if (streq(opt, "--rlimit") && argv[1] && argv[2]) {
+			if (s->nrlimits == MAX_RLIMITS)
+				bad_usage("too many rlimits", 0);
+			if (parse_u64(argv[1], &v) || v > 64)
+				bad_usage("bad --rlimit resource", argv[1]);
+			s->rlimits[s->nrlimits].res = (unsigned)v;
+			if (parse_u64(argv[2], &v))
+				bad_usage("bad --rlimit value", argv[2]);
+			s->rlimits[s->nrlimits++].max = v;
+			argv += 2;
+		} else if ((streq(opt, "--ro") || streq(opt, "--rw")) && argv[1]) {
+			if (!s->strict)
+				bad_usage("paths given to the profile", argv[1]);
+			if (s->npaths == MAX_PATHS)
+				bad_usage("too many paths", 0);
+			s->paths[s->npaths].write = opt[3] == 'w';
+			s->paths[s->npaths++].path = *++argv;
+		} else if (streq(opt, "--probe") && !argv[1]) {
+			s->probe = 1;
+			return;
+		} else if (streq(opt, "--") && argv[1] && argv[2]) {
+			s->argv = argv + 1;
+			return;
+		} else {
+			bad_usage("unknown or incomplete option", opt);
+		}
+	}
+	bad_usage("no program to run", 0);
+}
+
+/* ---- applying it ---- */
+
+static void write_file(const char *path, const char *data, size_t n)
+{
+	long fd = sys4(__NR_openat, AT_FDCWD_, path, O_WRONLY_ | O_CLOEXEC_, 0);
+	if (fd < 0)
+		fail_sys(path, fd);
+	long w = sys3(__NR_write, fd, data, n);
+	sys1(__NR_close, fd);
+	if (w != (long)n)
+		fail_sys(path, w < 0 ? w : -5 /* EIO */);
+}
+
+/* id_map is "ID ID 1\n": the caller is itself inside, and nobody else is
+ * anybody. */
+static size_t id_map(char *b, unsigned long id)
+{
+	char d[24];
+	int i = sizeof d, j;
+	size_t n = 0;
+	do
+		d[--i] = (char)('0' + id % 10);
+	while ((id /= 10) && i > 0);
+	for (j = 0; j < 2; j++) {
+		int k;
+		for (k = i; k < (int)sizeof d; k++)
+			b[n++] = d[k];
+		b[n++] = ' ';
+	}
+	b[n++] = '1';
+	b[n++] = '\n';
+	return n;
+}
+
+/* own_namespaces puts the helper (and so the command) in a user namespace
+ * of its own that maps the caller to itself, and a network namespace with
+ * only a loopback interface that is down: no network at all. */
+static void own_namespaces(void)
+{
+	char b[64];
+	int sig = 0;
+	long uid = sys6(__NR_getuid, 0, 0, 0, 0, 0, 0), gid = sys6(__NR_getgid, 0, 0, 0, 0, 0, 0);
+	long ppid = sys6(__NR_getppid, 0, 0, 0, 0, 0, 0);
+	long r = sys2(__NR_prctl, PR_GET_PDEATHSIG_, &sig);
+	if (r < 0)
+		fail_sys("prctl PR_GET_PDEATHSIG", r);
+	r = sys1(__NR_unshare, CLONE_NEWUSER_ | CLONE_NEWNET_);
+	if (r < 0)
+		fail_sys("unshare user and network namespaces (no unprivileged user namespaces?)", r);
+	write_file("/proc/self/setgroups", "deny", 4);
+	write_file("/proc/self/uid_map", b, id_map(b, (unsigned long)uid));
+	write_file("/proc/self/gid_map", b, id_map(b, (unsigned long)gid));
+	/* The parent-death signal the host set must outlive the new
+	 * credentials; if the host died meanwhile, so does the command. */
+	int now = 0;
+	sys2(__NR_prctl, PR_GET_PDEATHSIG_, &now);
+	if (now != sig) {
+		r = sys2(__NR_prctl, PR_SET_PDEATHSIG_, sig);
+		if (r < 0)
+			fail_sys("prctl PR_SET_PDEATHSIG", r);
+	}
+	if (sys6(__NR_getppid, 0, 0, 0, 0, 0, 0) != ppid)
+		for (;;)
+			sys1(__NR_exit_group, 1);
+}
+
+static void landlock(const struct spec *s)
+{
+	long abi = sys3(__NR_landlock_create_ruleset, 0, 0, LL_CREATE_RULESET_VERSION);
+	if (abi < 0)
+		fail_sys("landlock", abi);
+	if (abi < 4) {
+		unavailable("landlock: the kernel has Landlock ABI ");
+		put_u((unsigned long long)abi);
+		put(", strict needs 4");
+		die();
+	}
+	struct ll_ruleset_attr attr = {
+		.handled_access_fs = LL_FS_ABI4,
+		.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP,
+		/* Where the kernel has it (ABI 6): signals and abstract sockets
+		 * stay inside the domain. */
+		.scoped = abi >= 6 ? LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL : 0,
+	};
+	long rs = sys3(__NR_landlock_create_ruleset, &attr, abi >= 6 ? sizeof attr : 2 * sizeof(__u64), 0);
+	if (rs < 0)
+		fail_sys("landlock_create_ruleset", rs);
+	for (int i = 0; i < s->npaths; i++) {
+		/* A path that is not there (or cannot be opened) gets no rule:
+		 * it stays denied. */
+		long fd = sys4(__NR_openat, AT_FDCWD_, s->paths[i].path, O_PATH_ | O_CLOEXEC_, 0);
+		if (fd < 0)
+			continue;
+		struct statx_ st;
+		long r = sys5(__NR_statx, fd, "", AT_EMPTY_PATH_, STATX_TYPE_, &st);
+		if (r < 0) {
+			unavailable("landlock: statx ");
+			put(s->paths[i].path);
+			put(": ");
+			put_err(r);
+			die();
+		}
+		int dir = (st.mode & S_IFMT_) == S_IFDIR_;
+		struct ll_path_beneath_attr pb = {
+			.allowed_access = s->paths[i].write ? (dir ? LL_RW_DIR : LL_RW_FILE) : (dir ? LL_RO_DIR : LL_RO_FILE),
+			.parent_fd = (__s32)fd,
+		};
+		r = sys4(__NR_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0);
+		sys1(__NR_close, fd);
+		if (r < 0) {
+			unavailable("landlock: rule for ");
+			put(s->paths[i].path);
+			put(": ");
+			put_err(r);
+			die();
+		}
+	}
+	long r = sys2(__NR_landlock_restrict_self, rs, 0);
+	if (r < 0)
+		fail_sys("landlock_restrict_self", r);
+	sys1(__NR_close, rs);
+}
+
+__attribute__((noreturn, used)) void helper_main(long *sp)
+{
+	char **argv = (char **)(sp + 1);
+	char **envp = argv + sp[0] + 1;
+	static struct spec s;
+	long r;
+
+	parse(argv, &s);
+	if (s.strict)
+		own_namespaces();
+	r = sys5(__NR_prctl, PR_SET_NO_NEW_PRIVS_, 1, 0, 0, 0);
+	if (r < 0)
+		fail_sys("no_new_privs", r);
+	if (s.strict)
+		landlock(&s);
+	/* The limits last: the helper's own steps above need descriptors. */
+	for (int i = 0; i < s.nrlimits; i++) {
+		struct rlimit64_ lim = {s.rlimits[i].max, s.rlimits[i].max};
+		r = sys4(__NR_prlimit64, 0, s.rlimits[i].res, &lim, 0);
+		if (r < 0) {
+			unavailable("setrlimit ");
+			put_u(s.rlimits[i].res);
+			put(": ");
+			put_err(r);
+			die();
+		}
+	}
+	if (s.probe)
+		for (;;)
+			sys1(__NR_exit_group, 0);
+	r = sys3(__NR_execve, s.argv[0], s.argv + 1, envp);
+	put("exec ");
+	put(s.argv[0]);
+	put(": ");
+	put_err(r);
+	die();
+}

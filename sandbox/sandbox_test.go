@@ -1,0 +1,371 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/rukh-cli/rukh/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// The test binary is also the confined command: with envProbe set, it
+// runs probe (what it was asked to try) and exits.
+const envProbe = "RUKH_SANDBOX_TEST_PROBE"
+
+var helper string
+
+// reportFD is the helper's report pipe: not 3, which the Go runtime of the
+// probe opens for itself (its cgroup's CPU quota).
+const reportFD = 9
+
+func TestMain(m *testing.M) {
+	if what := os.Getenv(envProbe); what != "" {
+		fmt.Print(probe(what, os.Args[1:]))
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "sandbox-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	helper = filepath.Join(dir, "rukh-sandbox")
+	if err := sandbox.Build(helper); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// probe tries one thing and reports "ok: …" or "error: …".
+func probe(what string, args []string) string {
+	res := func(out string, err error) string {
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return "ok: " + out
+	}
+	switch what {
+	case "read":
+		b, err := os.ReadFile(args[0])
+		return res(strings.TrimSpace(string(b)), err)
+	case "write":
+		return res("", os.WriteFile(args[0], []byte("x"), 0o600))
+	case "list":
+		ents, err := os.ReadDir(args[0])
+		return res(fmt.Sprint(len(ents) > 0), err)
+	case "exec":
+		out, err := exec.Command(args[0], args[1:]...).Output()
+		return res(strings.TrimSpace(string(out)), err)
+	case "tcp":
+		c, err := net.Dial("tcp", args[0])
+		if c != nil {
+			c.Close()
+		}
+		return res("", err)
+	case "listen":
+		// Plain TCP: Go listens with MPTCP by default, which Landlock ABI 4
+		// does not cover (the network namespace keeps it inside).
+		var lc net.ListenConfig
+		lc.SetMultipathTCP(false)
+		l, err := lc.Listen(context.Background(), "tcp", args[0])
+		if l != nil {
+			l.Close()
+		}
+		return res("", err)
+	case "abstract":
+		c, err := net.Dial("unix", "@"+args[0])
+		if c != nil {
+			c.Close()
+		}
+		return res("", err)
+	case "signal":
+		var pid int
+		fmt.Sscan(args[0], &pid)
+		return res("", syscall.Kill(pid, 0))
+	case "interfaces":
+		ifs, err := net.Interfaces()
+		var names []string
+		for _, i := range ifs {
+			names = append(names, i.Name+pick(i.Flags&net.FlagUp != 0, "(up)", ""))
+		}
+		return res(strings.Join(names, " "), err)
+	case "status":
+		b, err := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, args[0]+":") {
+				return res(strings.Join(strings.Fields(l), " "), err)
+			}
+		}
+		return res("", err)
+	case "limit":
+		b, err := os.ReadFile("/proc/self/limits")
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, args[0]) {
+				return res(strings.Join(strings.Fields(l), " "), err)
+			}
+		}
+		return res("", err)
+	case "ids":
+		b, err := os.ReadFile("/proc/self/uid_map")
+		return res(fmt.Sprintf("uid %d gid %d map %s", os.Getuid(), os.Getgid(), strings.Join(strings.Fields(string(b)), " ")), err)
+	case "pdeathsig":
+		var sig int
+		err := unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0)
+		return res(fmt.Sprint(sig), err)
+	case "report fd":
+		_, err := unix.FcntlInt(reportFD, unix.F_GETFD, 0)
+		target, _ := os.Readlink(fmt.Sprint("/proc/self/fd/", reportFD))
+		return res("open "+target, err)
+	case "env":
+		return res(os.Getenv(args[0]), nil)
+	}
+	return "error: unknown probe " + what
+}
+
+func pick(c bool, yes, no string) string {
+	if c {
+		return yes
+	}
+	return no
+}
+
+// run starts the helper as the host does (own process group, parent-death
+// signal, the report pipe after 0-2) applying spec to the test binary
+// probing what with args. It returns the command's output, the helper's
+// report and the exit status.
+func run(t *testing.T, spec sandbox.Spec, what string, args ...string) (out, report string, status int) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	spec.ReportFD = reportFD
+	self, _ := os.Executable()
+	cmd := exec.Command(helper)
+	cmd.Args = spec.Args(helper, append([]string{self, "probe"}, args...))
+	cmd.Env = append(os.Environ(), envProbe+"="+what)
+	cmd.ExtraFiles = make([]*os.File, reportFD-3+1)
+	cmd.ExtraFiles[reportFD-3] = w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	rep, _ := io.ReadAll(r)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if stderr.Len() > 0 {
+		t.Logf("stderr: %s", stderr.String())
+	}
+	return stdout.String(), string(rep), status
+}
+
+func strictSpec(t *testing.T, ro, rw []string) sandbox.Spec {
+	self, _ := os.Executable()
+	return sandbox.Spec{Profile: sandbox.Strict,
+		ReadOnly:  append(append([]string{filepath.Dir(self)}, sandbox.SystemReadOnly...), ro...),
+		ReadWrite: append(slices.Clone(sandbox.SystemReadWrite), rw...)}
+}
+
+func landlockABI() int {
+	abi, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */)
+	if errno != 0 {
+		return 0
+	}
+	return int(abi)
+}
+
+// needStrict skips where the kernel cannot give strict at all (the host
+// would refuse such calls): no Landlock ABI 4 or no user namespaces.
+func needStrict(t *testing.T) {
+	t.Helper()
+	if abi := landlockABI(); abi < 4 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Landlock ABI %d: strict is unavailable on this CI machine", abi)
+		}
+		t.Skipf("Landlock ABI %d < 4", abi)
+	}
+}
+
+func TestArgs(t *testing.T) {
+	s := sandbox.Spec{Profile: sandbox.Strict, ReportFD: 4,
+		Rlimits:  []sandbox.Rlimit{{Resource: unix.RLIMIT_NOFILE, Max: 64}, {Resource: unix.RLIMIT_AS, Max: 1 << 40}},
+		ReadOnly: []string{"/usr", "/a b"}, ReadWrite: []string{"/tmp/x\ny"}}
+	got := s.Args("/h", []string{"/p", "p", "--", "-x"})
+	want := []string{"/h", "strict", "--report", "4", "--rlimit", "7", "64", "--rlimit", "9", "1099511627776",
+		"--ro", "/usr", "--ro", "/a b", "--rw", "/tmp/x\ny", "--", "/p", "p", "--", "-x"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Args:\n got %q\nwant %q", got, want)
+	}
+	s.Probe = true
+	if got := s.Args("/h", []string{"/p"}); got[len(got)-1] != "--probe" {
+		t.Errorf("probe: %q", got)
+	}
+}
+
+func TestRestricted(t *testing.T) {
+	spec := sandbox.Spec{Profile: sandbox.Restricted, Rlimits: []sandbox.Rlimit{
+		{Resource: unix.RLIMIT_NOFILE, Max: 64}, {Resource: unix.RLIMIT_CPU, Max: 30},
+		{Resource: unix.RLIMIT_AS, Max: 8 << 30}, {Resource: unix.RLIMIT_NPROC, Max: 4096}}}
+	for _, tc := range []struct{ what, arg, want string }{
+		{"status", "NoNewPrivs", "ok: NoNewPrivs: 1"},
+		{"limit", "Max open files", "ok: Max open files 64 64 files"},
+		{"limit", "Max cpu time", "ok: Max cpu time 30 30 seconds"},
+		{"limit", "Max address space", fmt.Sprintf("ok: Max address space %d %d bytes", 8<<30, 8<<30)},
+		{"limit", "Max processes", "ok: Max processes 4096 4096 processes"},
+		// The caller's namespace and ids.
+		{"ids", "", fmt.Sprintf("ok: uid %d gid %d map 0 0 4294967295", os.Getuid(), os.Getgid())},
+		// The report pipe is closed on exec.
+		{"report fd", "", "error: bad file descriptor"},
+		{"pdeathsig", "", "ok: 9"},
+	} {
+		out, rep, status := run(t, spec, tc.what, tc.arg)
+		if status != 0 || rep != "" || !strings.HasPrefix(out, tc.want) {
+			t.Errorf("%s %s: exit %d, report %q, out %q; want %q", tc.what, tc.arg, status, rep, out, tc.want)
+		}
+	}
+}
+
+func TestStrict(t *testing.T) {
+	needStrict(t)
+	dir := t.TempDir()
+	for name, content := range map[string]string{"ro/a.txt": "ro a", "rw/b.txt": "rw b", "secret/c.txt": "secret", "rofile.txt": "ro file"} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(content), 0o644)
+	}
+	os.Symlink(filepath.Join(dir, "secret/c.txt"), filepath.Join(dir, "ro/link.txt"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	abstract := fmt.Sprintf("rukh-sandbox-test-%d", os.Getpid())
+	al, err := net.Listen("unix", "@"+abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer al.Close()
+	spec := strictSpec(t, []string{filepath.Join(dir, "ro"), filepath.Join(dir, "rofile.txt"), filepath.Join(dir, "missing")},
+		[]string{filepath.Join(dir, "rw")})
+	spec.Rlimits = []sandbox.Rlimit{{Resource: unix.RLIMIT_NOFILE, Max: 32}}
+	denied := func(p string) string { return "error: open " + p + ": permission denied" }
+	cases := []struct{ what, arg, want string }{
+		{"read", filepath.Join(dir, "ro/a.txt"), "ok: ro a"},
+		{"read", filepath.Join(dir, "rofile.txt"), "ok: ro file"},
+		{"read", filepath.Join(dir, "rw/b.txt"), "ok: rw b"},
+		{"list", filepath.Join(dir, "ro"), "ok: true"},
+		{"read", filepath.Join(dir, "secret/c.txt"), denied(filepath.Join(dir, "secret/c.txt"))},
+		{"read", filepath.Join(dir, "ro/link.txt"), denied(filepath.Join(dir, "ro/link.txt"))},
+		{"read", "/etc/shadow", denied("/etc/shadow")},
+		{"read", "/etc/hostname", denied("/etc/hostname")},
+		{"write", filepath.Join(dir, "ro/new.txt"), denied(filepath.Join(dir, "ro/new.txt"))},
+		{"write", filepath.Join(dir, "rofile.txt"), denied(filepath.Join(dir, "rofile.txt"))},
+		{"write", filepath.Join(dir, "rw/new.txt"), "ok: "},
+		{"write", "/dev/null", "ok: "},
+		{"exec", "/bin/true", "ok: "},
+		{"tcp", ln.Addr().String(), "error: dial tcp " + ln.Addr().String() + ": connect: "},
+		{"listen", "127.0.0.1:4242", "error: listen tcp 127.0.0.1:4242: bind: "},
+		{"interfaces", "", "ok: lo"}, // a network namespace of its own, loopback down
+		{"ids", "", fmt.Sprintf("ok: uid %d gid %d map %d %d 1", os.Getuid(), os.Getgid(), os.Getuid(), os.Getuid())},
+		{"status", "NoNewPrivs", "ok: NoNewPrivs: 1"},
+		{"limit", "Max open files", "ok: Max open files 32 32 files"},
+		{"pdeathsig", "", "ok: 9"},
+		{"report fd", "", "error: bad file descriptor"},
+		{"env", "PATH", "ok: " + os.Getenv("PATH")},
+	}
+	if landlockABI() >= 6 {
+		// Scoped to its domain: no signals to processes outside it, no
+		// abstract sockets of theirs.
+		cases = append(cases,
+			struct{ what, arg, want string }{"signal", fmt.Sprint(os.Getpid()), "error: operation not permitted"},
+			struct{ what, arg, want string }{"abstract", abstract, "error: dial unix @" + abstract + ": connect: "})
+	}
+	for _, tc := range cases {
+		out, rep, status := run(t, spec, tc.what, tc.arg)
+		if status != 0 || rep != "" || !strings.HasPrefix(out, tc.want) || (tc.want == "ok: lo" && out != "ok: lo") {
+			t.Errorf("%s %s: exit %d, report %q, out %q; want %q", tc.what, tc.arg, status, rep, out, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rw/new.txt")); err != nil {
+		t.Error("the granted write did not happen")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ro/new.txt")); err == nil {
+		t.Error("a read-only grant was written")
+	}
+}
+
+// What cannot be applied or run is reported on the pipe, and nothing runs.
+func TestFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec sandbox.Spec
+		args []string
+		want string
+	}{
+		{"rlimit refused", sandbox.Spec{Profile: sandbox.Restricted, Rlimits: []sandbox.Rlimit{{Resource: 40, Max: 1}}}, nil,
+			"enforcement unavailable: setrlimit 40: invalid argument"},
+		{"unknown profile", sandbox.Spec{Profile: "host"}, nil, "bad spec: unknown profile host"},
+		{"paths outside strict", sandbox.Spec{Profile: sandbox.Restricted, ReadOnly: []string{"/usr"}}, nil, "bad spec: paths given to the profile /usr"},
+		{"bad rlimit", sandbox.Spec{Profile: sandbox.Restricted, Rlimits: []sandbox.Rlimit{{Resource: 99, Max: 1}}}, nil, "bad spec: bad --rlimit resource 99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rep, status := run(t, tc.spec, "env", tc.args...)
+			if status != 1 || !strings.HasPrefix(rep, tc.want) {
+				t.Errorf("exit %d, report %q; want 1 and %q", status, rep, tc.want)
+			}
+		})
+	}
+	// A program that is not there: the helper reports the exec.
+	cmd := exec.Command(helper, "restricted", "--", "/nonexistent", "x")
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || string(out) != "rukh-sandbox: exec /nonexistent: no such file or directory\n" {
+		t.Errorf("exec: %v %q", err, out)
+	}
+	// Started by hand, without a profile.
+	out, _ = exec.Command(helper).CombinedOutput()
+	if !strings.Contains(string(out), "started by rukh, not by hand") {
+		t.Errorf("by hand: %q", out)
+	}
+	for _, args := range [][]string{{"strict", "--rw"}, {"strict", "--", "/bin/true"}, {"restricted", "--report", "1", "--probe"}, {"restricted", "--bogus", "--probe"}, {"restricted", "--probe", "x"}} {
+		out, _ := exec.Command(helper, args...).CombinedOutput()
+		if !strings.HasPrefix(string(out), "rukh-sandbox: bad spec: ") {
+			t.Errorf("%q: %q", args, out)
+		}
+	}
+}
+
+func TestProbe(t *testing.T) {
+	for _, spec := range []sandbox.Spec{{Profile: sandbox.Restricted, Probe: true}, strictSpec(t, nil, nil)} {
+		if spec.Profile == sandbox.Strict {
+			needStrict(t)
+			spec.Probe = true
+		}
+		_, rep, status := run(t, spec, "env")
+		if status != 0 || rep != "" {
+			t.Errorf("%s probe: exit %d, report %q", spec.Profile, status, rep)
+		}
+	}
+}
