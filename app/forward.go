@@ -11,6 +11,7 @@ import (
 
 	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"
@@ -86,10 +87,12 @@ func forward(cfg Config, args []string) (status int, ok bool) {
 }
 
 // allowedEnv is the part of the environment the daemon needs: what a
-// command may see (invoke.EnvAllowlist, LC_*) and what locates the CLI's
-// files.
+// command may see (invoke.EnvAllowlist, LC_*), what locates the CLI's
+// files, and the invocation a caller runs inside (so that what only the
+// owner may do, like approve, is refused there too).
 func allowedEnv(cfg Config, environ []string) []string {
-	keep := map[string]bool{cfg.HomeEnv(): true, "XDG_DATA_HOME": true, "XDG_CONFIG_HOME": true, "XDG_RUNTIME_DIR": true}
+	keep := map[string]bool{cfg.HomeEnv(): true, "XDG_DATA_HOME": true, "XDG_CONFIG_HOME": true, "XDG_RUNTIME_DIR": true,
+		extproto.EnvInvocationID: true}
 	for _, k := range invoke.EnvAllowlist {
 		keep[k] = true
 	}

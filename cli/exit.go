@@ -38,7 +38,7 @@ func OutcomeStatus(o *invoke.Outcome) int {
 		switch o.Reason {
 		case invoke.ReasonInvalidInput:
 			return ExitUsage
-		case invoke.ReasonDenied:
+		case invoke.ReasonDenied, invoke.ReasonApprovalRequired:
 			return ExitDenied
 		case invoke.ReasonBusy, invoke.ReasonStoreUnavailable:
 			return ExitTempFail

@@ -17,6 +17,7 @@ import (
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/values"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // isBuiltin reports whether word is one of the root's own commands; an
@@ -326,13 +327,15 @@ func printProgress(f *Factory, p extproto.Progress) {
 	}
 }
 
+// isTerminal reports whether v is a terminal (not merely a character
+// device: /dev/null is one too).
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // report prints an outcome the way a CLI user expects — the result on

@@ -61,7 +61,7 @@ where the owner's profile exposes it.`,
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddGroup(&cobra.Group{ID: extensionGroup, Title: "Extension commands:"})
 	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f), newInvocationsCmd(f), newMCPCmd(f),
-		noArgsGroup(newDaemonCmd(f)), newDoctorCmd(f))
+		noArgsGroup(newDaemonCmd(f)), newDoctorCmd(f), newApproveCmd(f))
 	return root
 }
 

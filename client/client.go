@@ -57,6 +57,11 @@ type Host interface {
 	// WaitFor observes invocations of every task until each is terminal,
 	// none can change by waiting, or timeout has passed (invoke.Core.Wait).
 	WaitFor(ctx context.Context, ids []string, timeout time.Duration) (*wire.WaitResult, error)
+	// Approvals: the calls waiting for (or given) the owner's approval;
+	// Approve is the owner's answer at a terminal (`rukh approve`).
+	Approvals(ctx context.Context) ([]*store.Approval, error)
+	Approval(ctx context.Context, id string) (*store.Approval, error)
+	Approve(ctx context.Context, id string) (*store.Approval, error)
 	// CheckStore checks the store's consistency.
 	CheckStore(ctx context.Context) error
 	// Enforceable says, per enforcement profile, whether this machine
@@ -222,4 +227,14 @@ func (l *Local) Invocations(_ context.Context, limit int) ([]*store.Invocation, 
 
 func (l *Local) Invocation(_ context.Context, id string) (*store.Invocation, error) {
 	return l.core.Invocation(id)
+}
+
+func (l *Local) Approvals(context.Context) ([]*store.Approval, error) { return l.core.Approvals() }
+
+func (l *Local) Approval(_ context.Context, id string) (*store.Approval, error) {
+	return l.core.Approval(id)
+}
+
+func (l *Local) Approve(_ context.Context, id string) (*store.Approval, error) {
+	return l.core.Approve(id)
 }

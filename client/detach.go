@@ -155,6 +155,9 @@ func wireResult(out *invoke.Outcome, err error, tool *projection.Tool) *wire.Cal
 	for _, e := range out.Effects {
 		res.Effects = append(res.Effects, wire.Effect{Kind: e.Kind, Ref: e.Ref})
 	}
+	if out.Reason == invoke.ReasonApprovalRequired {
+		res.ApprovalID = out.Attempt.ApprovalID
+	}
 	if out.Reason == invoke.ReasonInvalidInput {
 		res.InputSchema = tool.InputSchema
 	}

@@ -241,6 +241,9 @@ func (l *Local) callTool(ctx context.Context, p *projection.Projection, tool *pr
 	for _, e := range out.Effects {
 		res.Effects = append(res.Effects, wire.Effect{Kind: e.Kind, Ref: e.Ref})
 	}
+	if out.Reason == invoke.ReasonApprovalRequired {
+		res.ApprovalID = out.Attempt.ApprovalID
+	}
 	if out.Reason == invoke.ReasonInvalidInput {
 		res.InputSchema = tool.InputSchema
 	}

@@ -32,7 +32,7 @@ var KnownFeatures = []string{FeatureCommandResult}
 // ReservedWords are the built-in command names; no extension route may
 // start with one.
 var ReservedWords = []string{
-	"completion", "daemon", "doctor", "ext", "help", "invocations",
+	"approve", "completion", "daemon", "doctor", "ext", "help", "invocations",
 	"mcp", "profile", "tools", "trust", "version",
 }
 

@@ -2,6 +2,8 @@ package invoke
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -70,14 +72,40 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 	}
 	inv := &store.Invocation{
 		ID: newInvocationID(), Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
-		Transport: req.Transport, Task: ad.taskName, PID: os.Getpid(), PIDStart: selfStart(), StartedAt: c.Now().UTC(),
+		Transport: req.Transport, Task: ad.taskName, Enforcement: ad.task.Enforcement,
+		PID: os.Getpid(), PIDStart: selfStart(), StartedAt: c.Now().UTC(),
 	}
+	// A call whose effects the task keeps for the owner runs only by
+	// using an approval for exactly this call, in the transaction that
+	// admits it; otherwise the same transaction asks for one.
+	want := ad.approvalFor(t, req)
+	var asked *store.Approval
 	if err := c.updateSettled(func(tx *store.Tx) error {
-		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, hostAlive, c.Now().UTC())
+		now := c.Now().UTC()
+		asked = nil
+		if want != nil {
+			used, err := tx.UseApproval(want, inv.ID, now)
+			if err != nil {
+				return err
+			}
+			if used == nil {
+				want.RequestedBy, want.CreatedAt, want.ExpiresAt = inv.ID, now, now.Add(ad.task.ApprovalTTL())
+				asked, err = tx.RequestApproval(want, now)
+				return err
+			}
+			inv.Attempt.ApprovalID = used.ID
+		}
+		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, hostAlive, now)
 	}); err != nil {
 		var busy *store.BusyError
-		if errors.As(err, &busy) {
+		var many *store.ApprovalLimitError
+		switch {
+		case errors.As(err, &busy):
 			out := rejected(ReasonBusy, "%v", busy)
+			out.InvocationID = inv.ID
+			return out, c.recordRejected(t, req, ad, out)
+		case errors.As(err, &many):
+			out := rejected(ReasonApprovalRequired, "%s needs the owner's approval under task %q, and no more can be asked for: %v", t.Command.Identity, ad.taskName, many)
 			out.InvocationID = inv.ID
 			return out, c.recordRejected(t, req, ad, out)
 		}
@@ -85,12 +113,20 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		// (and err is the same, not another thing to report).
 		return &Outcome{Outcome: Rejected, Reason: ReasonStoreUnavailable, Message: err.Error()}, err
 	}
+	if asked != nil {
+		out := rejected(ReasonApprovalRequired, "%s is %s and task %q runs such calls only with the owner's approval: the owner runs `rukh approve %s` at a terminal, then this same call, made again before %s, runs once",
+			t.Command.Identity, asked.EffectClass, ad.taskName, asked.ID, asked.ExpiresAt.Format(time.RFC3339))
+		out.Attempt.ApprovalID = asked.ID
+		out.InvocationID = inv.ID
+		return out, c.recordRejected(t, req, ad, out)
+	}
 	req.Diagnostics.start(inv.ID, t, req, ad.taskName)
 	if req.OnStart != nil {
 		req.OnStart(inv.ID)
 	}
 	out = c.run(ctx, t, req, inv.ID, ad)
 	out.InvocationID = inv.ID
+	out.Attempt.ApprovalID = inv.Attempt.ApprovalID
 	return out, c.finish(inv.ID, out)
 }
 
@@ -122,7 +158,7 @@ func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
 	}
 	task, ok := t.Profile.Tasks[ad.taskName]
 	if !ok {
-		return ad, rejected(ReasonDenied, "task %q is not defined in the active profile", ad.taskName)
+		return ad, denied("run", cmd.Identity, "task %q is not defined in the active profile", ad.taskName)
 	}
 	ad.task = task
 
@@ -158,29 +194,37 @@ func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
 	// Authorization: the task preset must cover the command and every
 	// access request it makes with these inputs.
 	if !matchesAny(ad.task.Commands, cmd.Identity) {
-		return ad, rejected(ReasonDenied, "task %q may not run %s; the owner can add it to tasks.%s.commands", ad.taskName, cmd.Identity, ad.taskName)
+		return ad, denied("run", cmd.Identity, "task %q may not run %s; the owner can add it to tasks.%s.commands", ad.taskName, cmd.Identity, ad.taskName)
 	}
 	for _, a := range cmd.Access {
 		resource := expand(a.Resource, ad.inputs)
 		if !strings.HasPrefix(resource, "path:") {
 			if !allowed(ad.task.Allow, a.Action, resource) {
-				return ad, rejected(ReasonDenied, "task %q does not allow %s on %q; the owner can add an allow rule to tasks.%s", ad.taskName, a.Action, resource, ad.taskName)
+				return ad, denied(a.Action, resource, "task %q does not allow %s on %q; the owner can add an allow rule to tasks.%s", ad.taskName, a.Action, resource, ad.taskName)
 			}
 			continue
 		}
 		clean, real, err := pathResource(resource)
 		switch {
 		case err != nil:
-			return ad, rejected(ReasonDenied, "%s on %q: %v", a.Action, resource, err)
+			return ad, denied(a.Action, resource, "%s on %q: %v", a.Action, resource, err)
 		case !allowed(ad.task.Allow, a.Action, "path:"+clean):
-			return ad, rejected(ReasonDenied, "task %q does not allow %s on %q; the owner can add an allow rule to tasks.%s", ad.taskName, a.Action, "path:"+clean, ad.taskName)
+			return ad, denied(a.Action, "path:"+clean, "task %q does not allow %s on %q; the owner can add an allow rule to tasks.%s", ad.taskName, a.Action, "path:"+clean, ad.taskName)
 		case !allowed(ad.task.Allow, a.Action, "path:"+real):
-			return ad, rejected(ReasonDenied, "task %q does not allow %s on %q: %s resolves to %s, which it does not allow", ad.taskName, a.Action, "path:"+clean, clean, real)
+			return ad, denied(a.Action, "path:"+real, "task %q does not allow %s on %q: %s resolves to %s, which it does not allow", ad.taskName, a.Action, "path:"+clean, clean, real)
 		}
 		ad.grants = append(ad.grants, grant{path: real, write: !strings.HasSuffix(a.Action, ".read")})
 	}
 	ad.deadline = time.Duration(ad.task.DeadlineMs) * time.Millisecond
 	return ad, nil
+}
+
+// denied refuses a call for an action on a resource the task does not
+// allow, and keeps both for the record.
+func denied(action, resource, format string, args ...any) *Outcome {
+	out := rejected(ReasonDenied, format, args...)
+	out.Attempt = store.Attempt{Action: action, Resource: resource}
+	return out
 }
 
 func describeInputError(cmd *descriptor.Command, e *values.Error) string {
@@ -258,18 +302,43 @@ func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outco
 	now := c.Now().UTC()
 	inv := &store.Invocation{
 		ID: out.InvocationID, Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
-		Transport: req.Transport, Task: ad.taskName, PID: os.Getpid(), PIDStart: selfStart(), StartedAt: now,
+		Transport: req.Transport, Task: ad.taskName, Enforcement: ad.task.Enforcement,
+		PID: os.Getpid(), PIDStart: selfStart(), StartedAt: now,
 	}
 	err := c.updateSettled(func(tx *store.Tx) error {
 		// A refusal occupies no slot: admit it against an unbounded limit.
 		if err := tx.BeginInvocation(inv, int(^uint(0)>>1), hostAlive, now); err != nil {
 			return err
 		}
-		_, err := tx.FinishInvocation(inv.ID, out.Outcome, out.Reason, 0, out.Message, now)
+		_, err := tx.Finish(inv.ID, &store.Finish{Outcome: out.Outcome, Reason: out.Reason, Detail: out.Message, Attempt: out.Attempt}, now)
 		return err
 	})
 	if err != nil {
 		return &RecordError{ID: inv.ID, Outcome: outcomeName(out), Err: err}
 	}
 	return nil
+}
+
+// approvalFor returns the approval this call needs — bound to its
+// command, release, task and exact inputs — or nil when its task does not
+// keep its command's effects for the owner. A command that declares no
+// effects (a version 1 descriptor) counts as destructive.
+func (ad *admission) approvalFor(t *Target, req *Request) *store.Approval {
+	class := t.Command.Effects.Class
+	if class == "" {
+		class = descriptor.EffectDestructive
+	}
+	if !ad.task.NeedsApproval(class) {
+		return nil
+	}
+	inputs := ad.inputs.AppendJSON(nil)
+	sum := sha256.Sum256(inputs)
+	shown := string(inputs)
+	if len(shown) > store.MaxApprovalInputs {
+		shown = strings.ToValidUTF8(shown[:store.MaxApprovalInputs-16], "") + "… (cut)"
+	}
+	return &store.Approval{
+		ID: newInvocationID(), Identity: t.Command.Identity, Digest: t.Release.Digest, Task: ad.taskName,
+		InputsDigest: hex.EncodeToString(sum[:]), Inputs: shown, EffectClass: string(class), Transport: req.Transport,
+	}
 }

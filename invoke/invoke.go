@@ -47,6 +47,10 @@ const (
 	// (no helper, no Landlock, no user namespaces): refused, never run
 	// weaker.
 	ReasonEnforcementUnavailable = "enforcement_unavailable"
+	// The task keeps calls with this command's effects for the owner:
+	// the refusal names an approval (`rukh approve ID`), and the same
+	// call made again once it is approved runs once.
+	ReasonApprovalRequired = "approval_required"
 )
 
 // Transports.
@@ -127,6 +131,10 @@ type Outcome struct {
 	Result       *resultschema.CommandResult
 	Effects      []extproto.Effect
 	ExitStatus   int // the command's own exit status, when it ran
+	// Attempt is what a refusal refused (action and resource of a
+	// denial, the approval an approval refusal asks for); a call that ran
+	// under an approval names it too. It is recorded with the outcome.
+	Attempt store.Attempt
 	Diagnostics  Diagnostics
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/store"
 )
 
@@ -73,12 +74,27 @@ type pendingOutcome struct {
 	Outcome    string    `json:"outcome"`
 	Reason     string    `json:"reason,omitempty"`
 	ExitStatus int       `json:"exitStatus"`
-	Detail     string    `json:"detail,omitempty"`
-	FinishedAt time.Time `json:"finishedAt"`
+	Detail     string         `json:"detail,omitempty"`
+	Effects    []store.Effect `json:"effects,omitempty"`
+	Attempt    store.Attempt  `json:"attempt"`
+	FinishedAt time.Time      `json:"finishedAt"`
 }
 
 func (p *pendingOutcome) commit(tx *store.Tx) (bool, error) {
-	return tx.FinishInvocation(p.ID, p.Outcome, p.Reason, p.ExitStatus, p.Detail, p.FinishedAt)
+	return tx.Finish(p.ID, &store.Finish{Outcome: p.Outcome, Reason: p.Reason, ExitStatus: p.ExitStatus,
+		Detail: p.Detail, Effects: p.Effects, Attempt: p.Attempt}, p.FinishedAt)
+}
+
+// storeEffects converts reported effects for the record.
+func storeEffects(effects []extproto.Effect) []store.Effect {
+	if len(effects) == 0 {
+		return nil
+	}
+	out := make([]store.Effect, len(effects))
+	for i, e := range effects {
+		out[i] = store.Effect{Kind: e.Kind, Ref: e.Ref}
+	}
+	return out
 }
 
 // finish commits the decided outcome of an admitted invocation. The
@@ -91,7 +107,7 @@ func (p *pendingOutcome) commit(tx *store.Tx) (bool, error) {
 // stands.
 func (c *Core) finish(id string, out *Outcome) error {
 	p := &pendingOutcome{ID: id, Outcome: out.Outcome, Reason: out.Reason, ExitStatus: out.ExitStatus,
-		Detail: detail(out), FinishedAt: c.Now().UTC()}
+		Detail: detail(out), Effects: storeEffects(out.Effects), Attempt: out.Attempt, FinishedAt: c.Now().UTC()}
 	write := func() error {
 		return c.update(func(tx *store.Tx) error {
 			_, err := p.commit(tx) // false: already committed (from the saved file)

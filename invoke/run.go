@@ -142,7 +142,11 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		// started in its group is killed by the host's cleanup when the
 		// host lives. The signal follows the forking OS thread, which the
 		// Go runtime does not end while the process lives.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+		// A command an agent called (MCP) also gets a session of its own:
+		// no controlling terminal, so it can neither read the owner's
+		// terminal nor ask on it (nor pass for the owner at `rukh approve`).
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: req.Transport != TransportMCP, Setsid: req.Transport == TransportMCP,
+			Pdeathsig: syscall.SIGKILL}}
 	if req.Stdin != nil {
 		ex.Stdin = req.Stdin
 		ex.WaitDelay = channelGrace // a stdin copy must not outlive the command

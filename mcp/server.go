@@ -467,6 +467,7 @@ type envelope struct {
 	InvocationID  string         `json:"invocationId"`
 	Outcome       string         `json:"outcome"`
 	Reason        string         `json:"reason,omitempty"`
+	ApprovalID    string         `json:"approvalId,omitempty"`
 	CommandResult *commandResult `json:"commandResult,omitempty"`
 	Effects       []effect       `json:"effects,omitempty"`
 }
@@ -488,7 +489,7 @@ type commandResult struct {
 // result says "resultType": "complete": it is built only once the
 // invocation has been finalized, so it is final.
 func result(out *wire.CallResult, complete bool) *sdk.CallToolResult {
-	env := envelope{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason}
+	env := envelope{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, ApprovalID: out.ApprovalID}
 	for _, e := range out.Effects {
 		env.Effects = append(env.Effects, effect{Kind: e.Kind, Ref: e.Ref})
 	}

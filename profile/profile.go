@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gowebpki/jcs"
 	"github.com/rukh-cli/rukh/descriptor"
@@ -64,6 +65,34 @@ type Task struct {
 	MemoryBytes int64 `json:"memoryBytes,omitempty"`
 	OpenFiles   int64 `json:"openFiles,omitempty"`
 	Processes   int64 `json:"processes,omitempty"`
+	// RequireApproval lists the effect classes ("destructive",
+	// "external", ...) whose calls under this task wait for the owner's
+	// approval (`rukh approve ID`), given once per exact call.
+	RequireApproval []string `json:"requireApproval,omitempty"`
+	// ApprovalTTLMs is how long a request for approval stays open, and an
+	// approval usable (0: DefaultApprovalTTLMs).
+	ApprovalTTLMs int64 `json:"approvalTtlMs,omitempty"`
+}
+
+// Approval bounds.
+const (
+	DefaultApprovalTTLMs = 15 * 60 * 1000
+	MinApprovalTTLMs     = 1000
+	MaxApprovalTTLMs     = 24 * 60 * 60 * 1000
+)
+
+// NeedsApproval reports whether calls of a command of this effect class
+// need the owner's approval under t.
+func (t Task) NeedsApproval(class descriptor.EffectClass) bool {
+	return slices.Contains(t.RequireApproval, string(class))
+}
+
+// ApprovalTTL is how long t's approvals last.
+func (t Task) ApprovalTTL() time.Duration {
+	if t.ApprovalTTLMs == 0 {
+		return DefaultApprovalTTLMs * time.Millisecond
+	}
+	return time.Duration(t.ApprovalTTLMs) * time.Millisecond
 }
 
 // HasLimits reports whether the task sets any resource limit.
@@ -167,7 +196,8 @@ type shape map[string]shape
 var (
 	ruleShape = shape{"action": nil, "resource": nil}
 	taskShape = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": {"*": ruleShape},
-		"cpuSeconds": nil, "memoryBytes": nil, "openFiles": nil, "processes": nil}
+		"cpuSeconds": nil, "memoryBytes": nil, "openFiles": nil, "processes": nil,
+		"requireApproval": nil, "approvalTtlMs": nil}
 	profileShape = shape{
 		"endpointNamespace": nil,
 		"cli":               {"task": nil},
@@ -286,6 +316,24 @@ func (p *Profile) Validate() error {
 		if t.HasLimits() && t.Enforcement == EnforceHost {
 			// A declared protection that is not enforced is worse than none.
 			add(at+"/enforcement", "resource limits are applied only under enforcement %q or %q; this task is %q", EnforceRestricted, EnforceStrict, EnforceHost)
+		}
+		seen := map[string]bool{}
+		for i, c := range t.RequireApproval {
+			switch descriptor.EffectClass(c) {
+			case descriptor.EffectNone, descriptor.EffectRead, descriptor.EffectWrite, descriptor.EffectExternal, descriptor.EffectDestructive:
+			default:
+				add(fmt.Sprintf("%s/requireApproval/%d", at, i), "%q is not an effect class: none, read, write, external or destructive", c)
+			}
+			if seen[c] {
+				add(fmt.Sprintf("%s/requireApproval/%d", at, i), "%q is listed twice", c)
+			}
+			seen[c] = true
+		}
+		switch {
+		case t.ApprovalTTLMs != 0 && len(t.RequireApproval) == 0:
+			add(at+"/approvalTtlMs", "approvalTtlMs applies only with requireApproval; remove it or name the effect classes that need approval")
+		case t.ApprovalTTLMs != 0 && (t.ApprovalTTLMs < MinApprovalTTLMs || t.ApprovalTTLMs > MaxApprovalTTLMs):
+			add(at+"/approvalTtlMs", "approvalTtlMs must be from %d to %d (0 for %d)", MinApprovalTTLMs, MaxApprovalTTLMs, DefaultApprovalTTLMs)
 		}
 		if len(t.Allow) > MaxPatterns {
 			add(at+"/allow", "%d rules; at most %d are allowed", len(t.Allow), MaxPatterns)

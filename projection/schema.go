@@ -15,7 +15,8 @@ const (
 	envelopeHead = `{"type":"object","properties":{` +
 		`"invocationId":{"type":"string"},` +
 		`"outcome":{"type":"string","enum":["succeeded","command_failed","execution_failed","rejected","cancelled"]},` +
-		`"reason":{"type":"string"},`
+		`"reason":{"type":"string"},` +
+		`"approvalId":{"type":"string"},`
 	envelopeTail = `"effects":{"type":"array","items":{"type":"object","properties":{` +
 		`"kind":{"type":"string"},"ref":{"type":"string"}},` +
 		`"required":["kind","ref"],"additionalProperties":false}}},` +
@@ -36,6 +37,7 @@ const (
 //	  "invocationId":{"type":"string"},
 //	  "outcome":{"type":"string","enum":["succeeded","command_failed","execution_failed","rejected","cancelled"]},
 //	  "reason":{"type":"string"},
+//	  "approvalId":{"type":"string"},
 //	  "commandResult":WRAPPER,
 //	  "effects":{"type":"array","items":{"type":"object",
 //	    "properties":{"kind":{"type":"string"},"ref":{"type":"string"}},

@@ -116,7 +116,7 @@ func TestOutputSchemaValidates(t *testing.T) {
 
 func TestOutputSchemaText(t *testing.T) {
 	got := string(OutputSchema(&resultschema.Result{Kind: resultschema.Text}))
-	want := `{"type":"object","properties":{"invocationId":{"type":"string"},"outcome":{"type":"string","enum":["succeeded","command_failed","execution_failed","rejected","cancelled"]},"reason":{"type":"string"},"commandResult":{"type":"object","properties":{"kind":{"type":"string","const":"text"},"text":{"type":"string"}},"required":["kind","text"],"additionalProperties":false},"effects":{"type":"array","items":{"type":"object","properties":{"kind":{"type":"string"},"ref":{"type":"string"}},"required":["kind","ref"],"additionalProperties":false}}},"required":["invocationId","outcome"],"additionalProperties":false}`
+	want := `{"type":"object","properties":{"invocationId":{"type":"string"},"outcome":{"type":"string","enum":["succeeded","command_failed","execution_failed","rejected","cancelled"]},"reason":{"type":"string"},"approvalId":{"type":"string"},"commandResult":{"type":"object","properties":{"kind":{"type":"string","const":"text"},"text":{"type":"string"}},"required":["kind","text"],"additionalProperties":false},"effects":{"type":"array","items":{"type":"object","properties":{"kind":{"type":"string"},"ref":{"type":"string"}},"required":["kind","ref"],"additionalProperties":false}}},"required":["invocationId","outcome"],"additionalProperties":false}`
 	if got != want {
 		t.Errorf("OutputSchema(text) =\n%s\nwant\n%s", got, want)
 	}

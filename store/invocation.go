@@ -47,17 +47,17 @@ type Invocation struct {
 
 // Effect is one effect reference a command reported: {kind, ref}.
 type Effect struct {
-	Kind string `cbor:"1,keyasint"`
-	Ref  string `cbor:"2,keyasint"`
+	Kind string `cbor:"1,keyasint" json:"kind"`
+	Ref  string `cbor:"2,keyasint" json:"ref"`
 }
 
 // Attempt is what a refused invocation tried, kept so that every refusal
 // leaves a trace: the action and resource a denial did not allow, and the
 // approval an approval refusal asked for.
 type Attempt struct {
-	Action     string `cbor:"1,keyasint,omitempty"`
-	Resource   string `cbor:"2,keyasint,omitempty"`
-	ApprovalID string `cbor:"3,keyasint,omitempty"`
+	Action     string `cbor:"1,keyasint,omitempty" json:"action,omitempty"`
+	Resource   string `cbor:"2,keyasint,omitempty" json:"resource,omitempty"`
+	ApprovalID string `cbor:"3,keyasint,omitempty" json:"approvalId,omitempty"`
 }
 
 // Finish is the outcome committed to an open invocation.

@@ -235,6 +235,8 @@ type CallResult struct {
 	Effects     []Effect       `cbor:"effects,omitempty"`
 	InputSchema []byte         `cbor:"inputSchema,omitempty"` // the tool's, for an invalid_input refusal
 	RecordError string         `cbor:"recordError,omitempty"` // the outcome could not be recorded
+	// ApprovalID is the approval an approval_required refusal asks for.
+	ApprovalID string `cbor:"approvalId,omitempty"`
 	// Dispatch is the answer of a call of the dispatch tool
 	// (docs/adr/0006-dispatch-projection.md): then it is the only member
 	// set.

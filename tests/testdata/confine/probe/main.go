@@ -58,6 +58,17 @@ func main() {
 					out = "the daemon answered hello"
 				}
 			}
+		case "drop":
+			// A destructive stand-in: each run appends a line to arg, so a
+			// test counts the runs, and reports what it "deleted".
+			var f *os.File
+			if f, err = os.OpenFile(arg, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				_, err = f.WriteString("dropped\n")
+				f.Close()
+			}
+			if err == nil {
+				err = inv.AddEffect("deleted", "table:"+arg)
+			}
 		case "tmpdir":
 			err = os.WriteFile(os.Getenv("TMPDIR")+"/probe", []byte("x"), 0o600)
 			out = os.Getenv("TMPDIR")

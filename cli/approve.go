@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/store"
+	"github.com/spf13/cobra"
+)
+
+// newApproveCmd is the owner's trusted path for approvals: a person at a
+// terminal reads the exact call and types "yes". It is a built-in, so no
+// profile can project it as a tool (the fence), and it refuses to run
+// from inside a command Rukh runs or without a terminal to ask on.
+func newApproveCmd(f *Factory) *cobra.Command {
+	var list, all, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "approve ID",
+		Short: "Approve, at a terminal, one call that a task keeps for the owner (--list shows those waiting)",
+		Long: `Approve one call that was refused as approval_required: the command, its
+exact inputs and the task are shown, and you answer on the terminal. The
+same call, made again by the same task before the approval expires, then
+runs once. An approval is never reused, and nothing but a person at a
+terminal can give one.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := f.Host()
+			if err != nil {
+				return err
+			}
+			if list {
+				if len(args) > 0 {
+					return &UsageError{Err: errors.New("approve --list takes no id")}
+				}
+				return listApprovals(f, cmd, all, asJSON)
+			}
+			if len(args) != 1 {
+				return &UsageError{Err: errors.New("approve takes one approval id (`rukh approve --list` shows them)")}
+			}
+			if all || asJSON {
+				return &UsageError{Err: errors.New("--all and --json go with --list")}
+			}
+			if id := getenv(f.Env, extproto.EnvInvocationID); id != "" {
+				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
+					"approve cannot run inside a command that %s runs (invocation %s): approvals come from the owner at a terminal", f.Name, id)}
+			}
+			tty, ok := f.IO.In.(*os.File)
+			if !ok || !isTerminal(tty) {
+				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
+					"approve asks the owner on a terminal, and its standard input is not one; run `%s approve %s` yourself at a terminal", f.Name, args[0])}
+			}
+			a, err := h.Approval(cmd.Context(), args[0])
+			if err != nil {
+				return approvalExit(err)
+			}
+			now := time.Now()
+			if st := a.Status(now); st != store.ApprovalPending {
+				return approvalExit(&store.ApprovalError{ID: a.ID, Status: st})
+			}
+			// The question and the answer both go through the terminal, not
+			// through stdout, which a script may read.
+			showApproval(tty, a, now)
+			fmt.Fprint(tty, "Approve this call once? Type yes to approve: ")
+			answer, err := bufio.NewReaderSize(io.LimitReader(tty, 256), 256).ReadString('\n')
+			if err != nil && answer == "" {
+				return &ExitError{Status: ExitFailed, Err: fmt.Errorf("no answer (%v); nothing was approved", err)}
+			}
+			if strings.TrimSpace(strings.ToLower(answer)) != "yes" {
+				return &ExitError{Status: ExitFailed, Err: errors.New("not approved")}
+			}
+			a, err = h.Approve(cmd.Context(), a.ID)
+			if err != nil {
+				return approvalExit(err)
+			}
+			fmt.Fprintf(f.IO.Out, "approved %s: %s with these inputs runs once when task %q makes the call again before %s\n",
+				a.ID, a.Identity, a.Task, a.ExpiresAt.Local().Format(time.DateTime))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&list, "list", false, "list the approvals waiting for an answer")
+	cmd.Flags().BoolVar(&all, "all", false, "with --list: also the approved, used and expired ones kept")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --list: print JSON")
+	return cmd
+}
+
+// approvalExit gives an approval that cannot be approved exit status 1.
+func approvalExit(err error) error {
+	var ae *store.ApprovalError
+	if errors.As(err, &ae) {
+		return &ExitError{Status: ExitFailed, Err: err}
+	}
+	return err
+}
+
+func getenv(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+func showApproval(w io.Writer, a *store.Approval, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, kv := range [][2]string{
+		{"approval", a.ID}, {"command", a.Identity}, {"effects", a.EffectClass}, {"release", a.Digest},
+		{"task", a.Task}, {"asked via", a.Transport}, {"asked by", a.RequestedBy},
+		{"inputs", a.Inputs}, {"status", a.Status(now)},
+		{"expires", a.ExpiresAt.Local().Format(time.DateTime) + " (in " + a.ExpiresAt.Sub(now).Round(time.Second).String() + ")"},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	tw.Flush()
+}
+
+type approvalJSON struct {
+	ID          string     `json:"id"`
+	Status      string     `json:"status"`
+	Command     string     `json:"command"`
+	EffectClass string     `json:"effects"`
+	Release     string     `json:"release"`
+	Task        string     `json:"task"`
+	Inputs      string     `json:"inputs"`
+	Transport   string     `json:"transport"`
+	RequestedBy string     `json:"requestedBy"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ExpiresAt   time.Time  `json:"expiresAt"`
+	ApprovedAt  *time.Time `json:"approvedAt,omitempty"`
+	UsedAt      *time.Time `json:"usedAt,omitempty"`
+	UsedBy      string     `json:"usedBy,omitempty"`
+}
+
+func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
+	h, err := f.Host()
+	if err != nil {
+		return err
+	}
+	as, err := h.Approvals(cmd.Context())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	rows := []approvalJSON{}
+	for _, a := range as {
+		st := a.Status(now)
+		if !all && st != store.ApprovalPending {
+			continue
+		}
+		r := approvalJSON{ID: a.ID, Status: st, Command: a.Identity, EffectClass: a.EffectClass, Release: a.Digest,
+			Task: a.Task, Inputs: a.Inputs, Transport: a.Transport, RequestedBy: a.RequestedBy,
+			CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, UsedBy: a.UsedBy}
+		if !a.ApprovedAt.IsZero() {
+			t := a.ApprovedAt
+			r.ApprovedAt = &t
+		}
+		if !a.UsedAt.IsZero() {
+			t := a.UsedAt
+			r.UsedAt = &t
+		}
+		rows = append(rows, r)
+	}
+	if asJSON {
+		return writeJSON(f.IO.Out, rows)
+	}
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tCOMMAND\tTASK\tEXPIRES\tINPUTS")
+	for _, r := range rows {
+		inputs := r.Inputs
+		if len(inputs) > 60 {
+			inputs = strings.ToValidUTF8(inputs[:57], "") + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Command, r.Task, r.ExpiresAt.Local().Format(time.DateTime), inputs)
+	}
+	return tw.Flush()
+}

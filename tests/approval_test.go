@@ -1,0 +1,335 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/internal/testhome"
+	"golang.org/x/sys/unix"
+)
+
+// approvalRelease has one destructive command, `drop TARGET`: the probe
+// appends a line to TARGET (so the test counts runs) and reports the
+// effect {deleted, table:TARGET}.
+const approvalRelease = `{"schema":"rukh.extension/2","package":"t.guarded","version":"1.0.0","publisher":"t","commands":[
+ {"id":"drop","path":["drop"],"summary":"Drop a table",
+  "inputs":[{"id":"arg","positional":0,"type":"string","required":true},{"id":"what","type":"string","enum":["drop"],"default":"drop"}],
+  "execute":{"mapping":"managed","program":"bin/probe","result":{"kind":"text"}},
+  "machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"destructive"}}]}`
+
+// approvalProfile: the owner's CLI task runs drop freely; the agent task
+// (MCP) and the ops task keep destructive calls for the owner's approval,
+// ops with a 1 s lifetime.
+const approvalProfile = `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["t.guarded/*"],"task":"agent"},
+ "tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
+          "agent":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host","requireApproval":["destructive"]},
+          "ops":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host","requireApproval":["destructive"],"approvalTtlMs":1000}}}`
+
+type approvalHome struct {
+	rukh, home, dir string
+	env             []string
+}
+
+func newApprovalHome(t *testing.T, rukh string) *approvalHome {
+	t.Helper()
+	h := &approvalHome{rukh: rukh, dir: t.TempDir()}
+	rel := filepath.Join(h.dir, "rel")
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {
+		t.Fatalf("go build probe: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(approvalRelease), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.home = filepath.Join(h.dir, "home")
+	a := testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
+	if _, _, err := a.ApplyProfile([]byte(approvalProfile)); err != nil {
+		t.Fatal(err)
+	}
+	h.env = append(os.Environ(), "RUKH_HOME="+h.home)
+	return h
+}
+
+// call makes one MCP call of drop with args through `rukh mcp [--task]`
+// as a client named client, and returns the envelope and isError.
+func (h *approvalHome) call(t *testing.T, client, task string, args map[string]any) (map[string]any, bool) {
+	t.Helper()
+	argv := []string{"mcp"}
+	if task != "" {
+		argv = append(argv, "--task", task)
+	}
+	cmd := exec.Command(h.rukh, argv...)
+	cmd.Env = h.env
+	ctx := context.Background()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: client, Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 1 {
+		t.Fatalf("tools/list: %v, %d tools", err, len(tools.Tools))
+	}
+	for _, tool := range tools.Tools {
+		if strings.Contains(tool.Name, "approve") {
+			t.Errorf("a tool named %s: approval must never be a tool", tool.Name)
+		}
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tools.Tools[0].Name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	var env map[string]any
+	if err := json.Unmarshal(data, &env); err != nil {
+		t.Fatal(err)
+	}
+	return env, res.IsError
+}
+
+// rukhCLI runs rukh ARGS with stdin from stdin (nil: /dev/null) and extra
+// environment, and returns stdout, stderr and the exit status.
+func (h *approvalHome) rukhCLI(t *testing.T, stdin *os.File, extraEnv []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(h.rukh, args...)
+	cmd.Env = append(append([]string(nil), h.env...), extraEnv...)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	status := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), status
+}
+
+// approveAtTerminal runs `rukh approve ID` on a new pseudo-terminal (its
+// controlling terminal and stdin), types answer, and returns what the
+// terminal showed, stdout and the exit status.
+func (h *approvalHome) approveAtTerminal(t *testing.T, id, answer string) (string, string, int) {
+	t.Helper()
+	master, slave := openPTY(t)
+	defer master.Close()
+	cmd := exec.Command(h.rukh, "approve", id)
+	cmd.Env = h.env
+	cmd.Stdin = slave
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	if _, err := master.WriteString(answer + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	shown := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(master) // EIO once the terminal's last user is gone
+		shown <- string(b)
+	}()
+	err := cmd.Wait()
+	status := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return <-shown, out.String() + errb.String(), status
+}
+
+// openPTY opens a pseudo-terminal pair.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
+
+func runs(t *testing.T, target string) int {
+	t.Helper()
+	b, err := os.ReadFile(target)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "dropped\n")
+}
+
+// TestApproval is issue 9's approval through a trusted path, on both
+// hosts: an agent's destructive call is refused rejected/approval_required
+// with an approval id and runs nothing; only a person at a terminal can
+// approve it; the approval is bound to the command, the exact inputs and
+// the task, single-use and expiring; the agent's retry then runs once, and
+// every refusal is recorded with what it refused.
+func TestApproval(t *testing.T) {
+	forEachHost(t, func(t *testing.T, host *testHost) {
+		h := newApprovalHome(t, host.Rukh)
+		host.serve(t, h.home)
+		target := filepath.Join(h.dir, "orders")
+		args := map[string]any{"arg": target}
+
+		env, isErr := h.call(t, "agent", "", args)
+		id, _ := env["approvalId"].(string)
+		if !isErr || env["outcome"] != "rejected" || env["reason"] != "approval_required" || len(id) != 32 {
+			t.Fatalf("first call: isError %v, envelope %v; want rejected/approval_required with an approval id", isErr, env)
+		}
+		if n := runs(t, target); n != 0 {
+			t.Fatalf("the refused call ran %d times", n)
+		}
+		// The refusal is recorded with the approval it asks for.
+		show, _, _ := h.rukhCLI(t, nil, nil, "invocations", "show", env["invocationId"].(string), "--json")
+		var rec map[string]any
+		json.Unmarshal([]byte(show), &rec)
+		if rec["reason"] != "approval_required" || rec["approvalId"] != id {
+			t.Errorf("record of the refusal: %s", show)
+		}
+
+		// An agent that retries before the owner answers gets the same id;
+		// a client calling itself the owner changes nothing; an argument
+		// naming the approval is an unknown input, not a key.
+		if env, _ := h.call(t, "rukh-owner", "", args); env["approvalId"] != id || env["reason"] != "approval_required" {
+			t.Errorf("retry before the answer: %v; want the same approval %s", env, id)
+		}
+		if env, _ := h.call(t, "agent", "", map[string]any{"arg": target, "approvalId": id}); env["reason"] != "invalid_input" {
+			t.Errorf("an approvalId argument: %v; want invalid_input", env)
+		}
+
+		// No terminal, or from inside a command: refused, nothing approved.
+		if _, stderr, status := h.rukhCLI(t, nil, nil, "approve", id); status != 77 || !strings.Contains(stderr, "not one") {
+			t.Errorf("approve without a terminal: exit %d, %q; want 77", status, stderr)
+		}
+		if _, stderr, status := h.rukhCLI(t, nil, []string{"RUKH_INVOCATION_ID=0123456789abcdef0123456789abcdef"}, "approve", id); status != 77 || !strings.Contains(stderr, "inside a command") {
+			t.Errorf("approve inside a command: exit %d, %q; want 77", status, stderr)
+		}
+		// At a terminal, anything but yes approves nothing.
+		if shown, out, status := h.approveAtTerminal(t, id, "no"); status != 1 || !strings.Contains(out, "not approved") || !strings.Contains(shown, target) {
+			t.Errorf("answer no: exit %d, %q, terminal showed %q", status, out, shown)
+		}
+		if env, _ := h.call(t, "agent", "", args); env["reason"] != "approval_required" || env["approvalId"] != id {
+			t.Errorf("after a no: %v", env)
+		}
+		shown, out, status := h.approveAtTerminal(t, id, "yes")
+		if status != 0 || !strings.Contains(out, "approved "+id) {
+			t.Fatalf("approve: exit %d, %q; terminal showed %q", status, out, shown)
+		}
+		for _, want := range []string{"t.guarded/drop", "destructive", `"arg":{"value":"` + target + `","explicit":true}`, "agent", "expires"} {
+			if !strings.Contains(shown, want) {
+				t.Errorf("the terminal did not show %q:\n%s", want, shown)
+			}
+		}
+		if _, out, status := h.approveAtTerminal(t, id, "yes"); status != 1 || !strings.Contains(out, "already approved") {
+			t.Errorf("approving twice: exit %d, %q", status, out)
+		}
+
+		// Bound to the inputs and the task.
+		other := filepath.Join(h.dir, "customers")
+		if env, _ := h.call(t, "agent", "", map[string]any{"arg": other}); env["reason"] != "approval_required" || env["approvalId"] == id {
+			t.Errorf("other inputs: %v; want a new approval", env)
+		}
+		opsEnv, _ := h.call(t, "agent", "ops", args)
+		if opsEnv["reason"] != "approval_required" || opsEnv["approvalId"] == id {
+			t.Errorf("another task: %v; want a new approval", opsEnv)
+		}
+		if runs(t, target) != 0 || runs(t, other) != 0 {
+			t.Fatal("an unapproved call ran")
+		}
+
+		// The approved call runs once, with its effects in the envelope
+		// and in the record, which names the approval.
+		env, isErr = h.call(t, "agent", "", args)
+		if isErr || env["outcome"] != "succeeded" {
+			t.Fatalf("the approved call: isError %v, %v", isErr, env)
+		}
+		effects, _ := json.Marshal(env["effects"])
+		if string(effects) != `[{"kind":"deleted","ref":"table:`+target+`"}]` {
+			t.Errorf("effects in the envelope: %s", effects)
+		}
+		show, _, _ = h.rukhCLI(t, nil, nil, "invocations", "show", env["invocationId"].(string), "--json")
+		rec = nil
+		json.Unmarshal([]byte(show), &rec)
+		recEffects, _ := json.Marshal(rec["effects"])
+		if rec["approvalId"] != id || string(recEffects) != string(effects) || rec["enforcement"] != "host" {
+			t.Errorf("record of the approved call: %s", show)
+		}
+		// Single use: the same call again asks anew and runs nothing.
+		if env, _ := h.call(t, "agent", "", args); env["reason"] != "approval_required" || env["approvalId"] == id {
+			t.Errorf("the approval reused: %v", env)
+		}
+		if n := runs(t, target); n != 1 {
+			t.Errorf("the approved call ran %d times, want 1", n)
+		}
+
+		// Expired (ops approvals last 1 s): it can no longer be approved.
+		opsID := opsEnv["approvalId"].(string)
+		waitExpired(t, h, opsID)
+		if _, out, status := h.approveAtTerminal(t, opsID, "yes"); status != 1 || !strings.Contains(out, "expired") {
+			t.Errorf("approving an expired approval: exit %d, %q", status, out)
+		}
+
+		// The list shows what waits and, with --all, what was.
+		list, _, _ := h.rukhCLI(t, nil, nil, "approve", "--list", "--all", "--json")
+		var rows []map[string]any
+		json.Unmarshal([]byte(list), &rows)
+		statuses := map[string]string{}
+		for _, r := range rows {
+			statuses[r["id"].(string)] = r["status"].(string)
+		}
+		if statuses[id] != "used" || statuses[opsID] != "expired" {
+			t.Errorf("approve --list --all: %s", list)
+		}
+		// The owner's own task needs no approval.
+		if _, stderr, status := h.rukhCLI(t, nil, nil, "drop", target); status != 0 || runs(t, target) != 2 {
+			t.Errorf("the owner's CLI call: exit %d, %q", status, stderr)
+		}
+	})
+}
+
+// waitExpired waits (bounded by steps, not a clock threshold) until the
+// approval's status is expired.
+func waitExpired(t *testing.T, h *approvalHome, id string) {
+	t.Helper()
+	for range 100 {
+		list, _, _ := h.rukhCLI(t, nil, nil, "approve", "--list", "--all", "--json")
+		var rows []map[string]any
+		json.Unmarshal([]byte(list), &rows)
+		for _, r := range rows {
+			if r["id"] == id && r["status"] == "expired" {
+				return
+			}
+		}
+		sleep10ms()
+		sleep10ms()
+		sleep10ms()
+	}
+	t.Fatalf("approval %s never expired", id)
+}
