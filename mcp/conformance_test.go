@@ -63,22 +63,28 @@ func (s *rawSession) send(msg string) {
 // response returns the response to id, skipping notifications.
 func (s *rawSession) response(id int) map[string]json.RawMessage {
 	s.t.Helper()
+	return s.responseTo(fmt.Sprint(id))
+}
+
+// responseTo waits for the response whose id is, as JSON, id.
+func (s *rawSession) responseTo(id string) map[string]json.RawMessage {
+	s.t.Helper()
 	timeout := time.After(30 * time.Second) // a hang guard, not a speed check
 	for {
 		select {
 		case line, ok := <-s.lines:
 			if !ok {
-				s.t.Fatalf("the server closed its output before answering request %d", id)
+				s.t.Fatalf("the server closed its output before answering request %s", id)
 			}
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				s.t.Fatalf("not JSON: %q", line)
 			}
-			if string(m["id"]) == fmt.Sprint(id) {
+			if string(m["id"]) == id {
 				return m
 			}
 		case <-timeout:
-			s.t.Fatalf("no response to request %d", id)
+			s.t.Fatalf("no response to request %s", id)
 		}
 	}
 }
@@ -299,5 +305,40 @@ func TestUnreadDiagnosticsLogDoesNotBlock(t *testing.T) {
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: names[0]})
 	if err != nil || res.IsError {
 		t.Fatalf("the call did not complete: %v %+v", err, res)
+	}
+}
+
+// A tools/call whose request id the session already used runs nothing:
+// it is answered with a JSON-RPC error naming the id, whether the first
+// call is finished or not, and ids of another type (1 and "1") stay
+// distinct (invariant I10: a repeated request never re-runs a command).
+func TestRepeatedRequestIDRunsOnce(t *testing.T) {
+	dir, _ := home(t, 1, "test.*/*")
+	s := newRawSession(t, dir)
+	name := s.firstTool(meta2026)
+	call := func(id string) map[string]json.RawMessage {
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{},%s}}`, id, name, meta2026))
+		return s.responseTo(id)
+	}
+	if r := call("11"); !strings.Contains(string(r["result"]), `"outcome":"succeeded"`) {
+		t.Fatalf("first call: %s %s", r["result"], r["error"])
+	}
+	r := call("11")
+	var e struct {
+		Code    int
+		Message string
+	}
+	if err := json.Unmarshal(r["error"], &e); err != nil || r["result"] != nil || e.Code != -32600 || !strings.Contains(e.Message, "request id 11 was already used") {
+		t.Errorf("the repeated id: %s %s", r["result"], r["error"])
+	}
+	if r := call(`"11"`); !strings.Contains(string(r["result"]), `"outcome":"succeeded"`) {
+		t.Errorf(`id "11" after 11: %s %s`, r["result"], r["error"])
+	}
+	invs, err := client.NewLocal(filepath.Join(dir, "data")).Invocations(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(invs) != 2 {
+		t.Errorf("%d invocations recorded, want 2 (11 once, \"11\" once)", len(invs))
 	}
 }

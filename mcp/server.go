@@ -149,13 +149,42 @@ const maxCancelled = 1024
 //   - it refuses, before dispatch, a tools/call that carries continuation
 //     input (inputResponses or requestState, even empty): this server never
 //     asks for input, so such input is unsolicited and nothing may run on
-//     it (docs/mcp.md, "No input continuation").
+//     it (docs/mcp.md, "No input continuation");
+//   - it refuses a tools/call whose request id the session already used
+//     for one (the last maxCallIDs of them), so a client that sends a
+//     call again never runs its command again (invariant I10).
 type sessionConn struct {
 	sdk.Connection
 	end        func()
 	mu         sync.Mutex
 	cancelled  map[string]bool
 	unanswered map[string]bool // tools/call requests not yet answered
+	called     map[string]bool // tools/call request ids seen (typed keys)
+	calledFIFO []string        // the same, oldest first
+}
+
+// maxCallIDs is how many tools/call request ids a session remembers.
+const maxCallIDs = 1 << 16
+
+// seen records a tools/call request id and reports whether the session
+// had seen it. Keys keep the id's type: 1 and "1" are different ids.
+func (c *sessionConn) seen(id any) bool {
+	key := fmt.Sprintf("%T:%v", id, id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.called == nil {
+		c.called = map[string]bool{}
+	}
+	if c.called[key] {
+		return true
+	}
+	if len(c.calledFIFO) >= maxCallIDs {
+		delete(c.called, c.calledFIFO[0])
+		c.calledFIFO = c.calledFIFO[1:]
+	}
+	c.called[key] = true
+	c.calledFIFO = append(c.calledFIFO, key)
+	return false
 }
 
 // waitAnswered waits until every tools/call read has been answered (or
@@ -186,6 +215,18 @@ func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 					Code: jsonrpc.CodeInvalidParams,
 					Message: fmt.Sprintf("tools/call carries %q, but this server never asked for input: "+
 						"continuation input is not supported; call the tool again without inputResponses and requestState", field),
+				}})
+				if err != nil {
+					c.end()
+					return nil, err
+				}
+				continue
+			}
+			if c.seen(req.ID.Raw()) {
+				err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+					Code: jsonrpc.CodeInvalidRequest,
+					Message: fmt.Sprintf("request id %v was already used for a tools/call in this session; "+
+						"a repeated request never runs a command again: see the first answer, or call with a new id", req.ID.Raw()),
 				}})
 				if err != nil {
 					c.end()
