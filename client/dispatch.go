@@ -3,9 +3,11 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rukh-cli/rukh/internal/strictjson"
 	"github.com/rukh-cli/rukh/invoke"
@@ -71,6 +73,10 @@ func (l *Local) dispatch(ctx context.Context, p *projection.Projection, tools []
 			res.Help = catalog(tools)
 		}
 	case string:
+		if h == projection.WaitVerb {
+			res.Help = waitSchema()
+			break
+		}
 		t := visible(h)
 		if t == nil {
 			res.Error = unknownOp(h)
@@ -101,7 +107,7 @@ func (l *Local) runOp(ctx context.Context, p *projection.Projection, visible fun
 		return
 	}
 	if o.name == projection.WaitVerb {
-		r.Error = &wire.OpError{Code: OpUnsupported, Message: fmt.Sprintf("%s is not offered by this host yet", projection.WaitVerb)}
+		l.waitOp(ctx, task, o, r)
 		return
 	}
 	t := visible(o.name)
@@ -123,11 +129,7 @@ func (l *Local) runOp(ctx context.Context, p *projection.Projection, visible fun
 		r.Schema = schemaOf(t)
 		return
 	}
-	if o.detach {
-		r.Error = &wire.OpError{Code: OpUnsupported, Message: "\"detach\" is not offered by this host yet; run the op without it"}
-		return
-	}
-	cr, err := l.callTool(ctx, p, t, &wire.CallTool{Task: task, Name: t.Name, Arguments: o.args}, opts)
+	cr, err := l.callTool(ctx, p, t, &wire.CallTool{Task: task, Name: t.Name, Arguments: o.args, Detach: o.detach}, opts)
 	if err != nil {
 		if we, ok := err.(*wire.Error); ok && we.Code == wire.CodeUnknownTool {
 			r.Error = &wire.OpError{Code: OpStale, Message: "the owner changed the profile during this call; list the tools again and repeat the op; nothing ran"}
@@ -141,6 +143,10 @@ func (l *Local) runOp(ctx context.Context, p *projection.Projection, visible fun
 	}
 	cr.InputSchema = nil // the op carries its schemas whole
 	r.Call = cr
+	if cr.Detached {
+		r.Detached = true
+		return
+	}
 	if cr.Outcome != invoke.Succeeded {
 		code := cr.Reason
 		if code == "" {
@@ -277,8 +283,97 @@ func catalog(tools []*projection.Tool) []byte {
 	return data
 }
 
-// verbs are the built-in verbs this host offers.
-func verbs() []string { return []string{} }
+// verbs are the signatures of the built-in verbs.
+func verbs() []string {
+	return []string{projection.WaitVerb + "(ids:array, …) read — Wait until invocations end, at most timeoutMs (0 looks once); expiry is no error"}
+}
+
+// The schemas of invocations.wait: its args and what it answers (the JSON
+// of wire.WaitResult, as `rukh invocations wait --json` prints it).
+const (
+	waitInput = `{"type":"object","properties":{` +
+		`"ids":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":64},` +
+		`"timeoutMs":{"type":"integer","minimum":0,"maximum":600000}},` +
+		`"required":["ids"],"additionalProperties":false}`
+	waitResult = `{"type":"object","properties":{` +
+		`"entries":{"type":"array","items":{"type":"object","properties":{` +
+		`"id":{"type":"string"},"invocationId":{"type":"string"},"command":{"type":"string"},` +
+		`"status":{"type":"string","enum":["terminal","pending","stopped","unknown"]},"terminal":{"type":"boolean"},` +
+		`"outcome":{"type":"string"},"reason":{"type":"string"},"error":{"type":"string"}}}},` +
+		`"allTerminal":{"type":"boolean"},"timedOut":{"type":"boolean"},` +
+		`"terminal":{"type":"array","items":{"type":"string"}},"pending":{"type":"array","items":{"type":"string"}},` +
+		`"stopped":{"type":"array","items":{"type":"string"}},"unknown":{"type":"array","items":{"type":"string"}},` +
+		`"timeoutMs":{"type":"integer"}}}`
+)
+
+// waitSchema is help's answer for invocations.wait.
+func waitSchema() []byte {
+	data, _ := json.Marshal(opSchema{Op: projection.WaitVerb, Title: "Wait until invocations end",
+		Description: "Observes the invocations ids (full ids, or unique prefixes of 8 hex digits or more) of this endpoint's task " +
+			"for at most timeoutMs until each is terminal or cannot change by waiting. One entry per id in the order given; " +
+			"every id is in exactly one of terminal, pending, stopped and unknown. An expired window is not an error, " +
+			"an id that does not exist is unknown, and observing never touches a run.",
+		Effects: "read", InputSchema: json.RawMessage(waitInput), ResultSchema: json.RawMessage(waitResult)})
+	return data
+}
+
+// waitOp runs invocations.wait: {"ids": [...], "timeoutMs": N}.
+func (l *Local) waitOp(ctx context.Context, task string, o *op, r *wire.OpResult) {
+	bad := func(format string, a ...any) {
+		r.Error = &wire.OpError{Code: wire.CodeInvalidArgument, Message: fmt.Sprintf(format, a...) + "; nothing was observed"}
+		r.Schema = waitSchema()
+	}
+	if o.detach || o.fingerprint != nil {
+		bad("%s takes neither detach nor fingerprint", projection.WaitVerb)
+		return
+	}
+	if o.args == nil {
+		bad("args needs ids")
+		return
+	}
+	v, err := strictjson.Parse(o.args, dispatchLimits)
+	if err != nil || v.Kind != strictjson.Object {
+		bad("args is not a JSON object")
+		return
+	}
+	var ids []string
+	var timeout int64
+	for _, m := range v.Members {
+		switch m.Name {
+		case "ids":
+			if m.Value.Kind != strictjson.Array {
+				bad("property \"ids\": a JSON %s, not an array of invocation ids", m.Value.Kind)
+				return
+			}
+			for _, it := range m.Value.Items {
+				if it.Kind != strictjson.String {
+					bad("property \"ids\": an item is a JSON %s, not a string", it.Kind)
+					return
+				}
+				ids = append(ids, it.Text)
+			}
+		case "timeoutMs":
+			if err := json.Unmarshal([]byte(m.Value.Text), &timeout); m.Value.Kind != strictjson.Number || err != nil || timeout < 0 || timeout > wire.MaxWaitTimeoutMs {
+				bad("property \"timeoutMs\": give an integer from 0 to %d", wire.MaxWaitTimeoutMs)
+				return
+			}
+		default:
+			bad("property %q: there is no such argument; the arguments are ids and timeoutMs", m.Name)
+			return
+		}
+	}
+	res, err := l.WaitInvocations(ctx, task, ids, time.Duration(timeout)*time.Millisecond)
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) && we.Code == wire.CodeInvalidArgument {
+			bad("%s", strings.TrimSuffix(we.Message, "; nothing was observed"))
+			return
+		}
+		r.Error = &wire.OpError{Code: wire.CodeStoreUnavailable, Message: err.Error()}
+		return
+	}
+	r.Wait, _ = json.Marshal(res)
+}
 
 // opSchema is help's answer for one command, and what a failed op carries.
 type opSchema struct {

@@ -12,7 +12,7 @@ import (
 // per-tool call, help, or why the call itself was refused.
 type dispatchAnswer struct {
 	OK      bool            `json:"ok"`
-	Results []opAnswer      `json:"results,omitempty"`
+	Results []any           `json:"results,omitempty"` // opAnswer or detachedAnswer
 	Help    json.RawMessage `json:"help,omitempty"`
 	Error   *opError        `json:"error,omitempty"`
 }
@@ -24,10 +24,18 @@ type opAnswer struct {
 	OK bool   `json:"ok"`
 	Op string `json:"op"`
 	*envelope
-	Detached bool            `json:"detached,omitempty"`
-	Wait     json.RawMessage `json:"wait,omitempty"`
-	Error    *opError        `json:"error,omitempty"`
-	Schema   json.RawMessage `json:"schema,omitempty"`
+	Wait   json.RawMessage `json:"wait,omitempty"`
+	Error  *opError        `json:"error,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
+
+// detachedAnswer is the result of an op started with "detach": true: its
+// invocation id, at once; invocations.wait observes the run.
+type detachedAnswer struct {
+	OK           bool   `json:"ok"`
+	Op           string `json:"op"`
+	InvocationID string `json:"invocationId"`
+	Detached     bool   `json:"detached"`
 }
 
 type opError struct {
@@ -48,7 +56,11 @@ func toOpError(e *wire.OpError) *opError {
 func dispatchResult(d *wire.DispatchResult, complete bool) *sdk.CallToolResult {
 	ans := dispatchAnswer{OK: d.Error == nil, Help: d.Help, Error: toOpError(d.Error)}
 	for _, r := range d.Ops {
-		oa := opAnswer{Op: r.Op, Detached: r.Detached, Wait: r.Wait, Error: toOpError(r.Error), Schema: r.Schema}
+		if r.Detached && r.Call != nil && r.Error == nil {
+			ans.Results = append(ans.Results, detachedAnswer{OK: true, Op: r.Op, InvocationID: r.Call.InvocationID, Detached: true})
+			continue
+		}
+		oa := opAnswer{Op: r.Op, Wait: r.Wait, Error: toOpError(r.Error), Schema: r.Schema}
 		if r.Call != nil {
 			// The per-tool mapping, so that an op and a tool call of the
 			// same command answer with the same envelope.
@@ -62,7 +74,7 @@ func dispatchResult(d *wire.DispatchResult, complete bool) *sdk.CallToolResult {
 		ans.Results = append(ans.Results, oa)
 	}
 	if ans.Results == nil && d.Error == nil && len(d.Help) == 0 {
-		ans.Results = []opAnswer{}
+		ans.Results = []any{}
 	}
 	data, err := json.Marshal(ans)
 	if err != nil {

@@ -29,7 +29,7 @@ const dispatchProfile = `{"endpointNamespace":"team","cli":{"task":"owner"},
 //	test.ops/status  read, env (stage|prod) required; echoes {"env": ENV}
 //	test.ops/deploy  write, env required, count 1..5; "deployed"
 //	test.ops/wipe    destructive; "wiped"
-//	test.ops/plain   no effects declared; "plain"
+//	test.ops/plain   external; "plain"
 //	test.ops/fail    read; command_failed, exit 3
 //	test.hidden/secret  read; exposed, but not visible to the agent task
 func dispatchHome(t *testing.T) (string, *admin.Admin) {
@@ -57,7 +57,7 @@ func dispatchHome(t *testing.T) (string, *admin.Admin) {
 		{"id":"deploy","path":["deploy"],"summary":"Deploy","inputs":[` + env + `,{"id":"count","type":"integer","minimum":1,"maximum":5,"default":1}],` +
 			managed("deploy", `{"kind":"text"}`) + `,"effects":{"class":"write"}},
 		{"id":"wipe","path":["wipe"],"summary":"Wipe",` + managed("wipe", `{"kind":"text"}`) + `,"effects":{"class":"destructive"}},
-		{"id":"plain","path":["plain"],"summary":"Plain",` + managed("plain", `{"kind":"text"}`) + `},
+		{"id":"plain","path":["plain"],"summary":"Plain",` + managed("plain", `{"kind":"text"}`) + `,"effects":{"class":"external"}},
 		{"id":"fail","path":["fail"],"summary":"Fail",` + managed("fail", `{"kind":"text"}`) + `,"effects":{"class":"read"}}]}`,
 	})
 	testhome.WriteFiles(t, filepath.Join(dir, "hidden"), map[string]string{
@@ -130,10 +130,10 @@ func TestDispatchListAndHelp(t *testing.T) {
 	want := `{"help":{"commands":[` +
 		`"test.ops/deploy(env:stage|prod, …) write, needs fingerprint — Deploy",` +
 		`"test.ops/fail() read — Fail",` +
-		`"test.ops/plain() effects undeclared, needs fingerprint — Plain",` +
+		`"test.ops/plain() external, needs fingerprint — Plain",` +
 		`"test.ops/status(env:stage|prod) read — Show status",` +
 		`"test.ops/wipe() destructive, needs fingerprint — Wipe"],` +
-		`"maxOps":16,"verbs":[]},"ok":true}`
+		`"maxOps":16,"verbs":["invocations.wait(ids:array, …) read — Wait until invocations end, at most timeoutMs (0 looks once); expiry is no error"]},"ok":true}`
 	if isErr || string(got) != want {
 		t.Errorf("help true:\n got %s\nwant %s", got, want)
 	}
@@ -191,8 +191,8 @@ func TestDispatchBadInput(t *testing.T) {
 			[]string{"test.ops/status rejected/invalid_input"}},
 		{"missing fingerprint", `{"ops":[{"op":"test.ops/deploy","args":{"env":"stage"}}]}`, false,
 			`{"ok":false,"results":[{"ok":false,"op":"test.ops/deploy","error":{"code":"fingerprint_required","message":"test.ops/deploy declares effects \"write\": its op needs \"fingerprint\", the schemaFingerprint of its schema (below, or from {\"help\":\"test.ops/deploy\"}); nothing ran"},"schema":SCHEMA}]}`, nil},
-		{"missing fingerprint, no effects declared", `{"ops":[{"op":"test.ops/plain"}]}`, false,
-			`{"ok":false,"results":[{"ok":false,"op":"test.ops/plain","error":{"code":"fingerprint_required","message":"test.ops/plain declares effects \"none declared\": its op needs \"fingerprint\", the schemaFingerprint of its schema (below, or from {\"help\":\"test.ops/plain\"}); nothing ran"},"schema":SCHEMA}]}`, nil},
+		{"missing fingerprint, external", `{"ops":[{"op":"test.ops/plain"}]}`, false,
+			`{"ok":false,"results":[{"ok":false,"op":"test.ops/plain","error":{"code":"fingerprint_required","message":"test.ops/plain declares effects \"external\": its op needs \"fingerprint\", the schemaFingerprint of its schema (below, or from {\"help\":\"test.ops/plain\"}); nothing ran"},"schema":SCHEMA}]}`, nil},
 		{"stale fingerprint", `{"ops":[{"op":"test.ops/deploy","args":{"env":"stage"},"fingerprint":"sha256:0000"}]}`, false,
 			`{"ok":false,"results":[{"ok":false,"op":"test.ops/deploy","error":{"code":"fingerprint_stale","message":"the fingerprint \"sha256:0000\" is not the current schemaFingerprint of test.ops/deploy: its schema is below; check the args against it and send its fingerprint; nothing ran"},"schema":SCHEMA}]}`, nil},
 		{"another command's fingerprint", `{"ops":[{"op":"test.ops/wipe","fingerprint":"` + deployFP + `"}]}`, false,
@@ -404,4 +404,58 @@ func manyCommands(t testing.TB, n int, projection string) string {
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":5000,"maxConcurrent":4,"enforcement":"host"},
 		         "agent":{"commands":["*/*"],"deadlineMs":5000,"maxConcurrent":16,"enforcement":"host"}}}`)
 	return dir
+}
+
+// TestDispatchDetachAndWait: a detached op answers with its invocation id
+// at once; invocations.wait observes it to its outcome, with one entry per
+// id in order and an id that does not exist as unknown, not as an error.
+func TestDispatchDetachAndWait(t *testing.T) {
+	dir, a := dispatchHome(t)
+	cs := connect(t, dir)
+	name := dispatchTool(t, cs).Name
+	ans, isErr := dcall(t, cs, name, `{"ops":[{"op":"test.ops/status","args":{"env":"prod"},"detach":true}]}`)
+	rs := results(t, ans)
+	if isErr || len(rs) != 1 || rs[0]["ok"] != true || rs[0]["detached"] != true || len(fmt.Sprint(rs[0]["invocationId"])) != 32 || rs[0]["outcome"] != nil {
+		t.Fatalf("detached op: %v", ans)
+	}
+	id := rs[0]["invocationId"].(string)
+	missing := strings.Repeat("0", 32)
+	ans, isErr = dcall(t, cs, name, `{"ops":[{"op":"invocations.wait","args":{"ids":["`+id+`","`+missing+`"],"timeoutMs":20000}}]}`)
+	rs = results(t, ans)
+	if isErr || len(rs) != 1 || rs[0]["ok"] != true {
+		t.Fatalf("wait: %v", ans)
+	}
+	w, _ := json.Marshal(rs[0]["wait"])
+	var wait struct {
+		Entries []struct {
+			ID, Status, Outcome string
+			Terminal            bool
+		}
+		AllTerminal, TimedOut bool
+		Terminal, Pending, Stopped, Unknown []string
+	}
+	if err := json.Unmarshal(w, &wait); err != nil {
+		t.Fatal(err)
+	}
+	if len(wait.Entries) != 2 || wait.Entries[0].ID != id || wait.Entries[0].Outcome != "succeeded" || !wait.Entries[0].Terminal ||
+		wait.Entries[1].Status != "unknown" || fmt.Sprint(wait.Terminal) != "["+id+"]" || fmt.Sprint(wait.Unknown) != "["+missing+"]" || wait.TimedOut {
+		t.Errorf("wait answered %s", w)
+	}
+	if got := records(t, a); fmt.Sprint(got) != "[test.ops/status succeeded/]" {
+		t.Errorf("records %v", got)
+	}
+
+	// Bad waits are refused per op, with the verb's schema.
+	for _, tt := range []struct{ args, want string }{
+		{`{"ids":[]}`, "invalid_argument"},
+		{`{"ids":["` + id + `"],"timeoutMs":-1}`, `property \"timeoutMs\": give an integer from 0 to 600000; nothing was observed`},
+		{`{"ids":["` + id + `"],"task":"owner"}`, `property \"task\": there is no such argument; the arguments are ids and timeoutMs; nothing was observed`},
+	} {
+		ans, _ := dcall(t, cs, name, `{"ops":[{"op":"invocations.wait","args":`+tt.args+`}]}`)
+		got, _ := json.Marshal(ans)
+		rs := results(t, ans)
+		if len(rs) != 1 || rs[0]["ok"] != false || rs[0]["schema"] == nil || !strings.Contains(string(got), tt.want) {
+			t.Errorf("wait %s: %s, want %s", tt.args, got, tt.want)
+		}
+	}
 }
