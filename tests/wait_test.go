@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -37,33 +39,7 @@ type waitEnv struct {
 
 func newWaitEnv(t *testing.T, withDaemon bool) *waitEnv {
 	t.Helper()
-	dir := t.TempDir()
-	rel := filepath.Join(dir, "src")
-	report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"opened"}}\n' "$RUKH_IPC_TOKEN" >&3`
-	testhome.WriteFiles(t, rel, map[string]string{
-		// gate runs until DIR/open exists; hang until DIR/never does.
-		"bin/gate": "#!/bin/sh\nwhile [ ! -e " + dir + "/open ]; do sleep 0.01; done\n" + report + "\n",
-		"bin/hang": "#!/bin/sh\nwhile [ ! -e " + dir + "/never ]; do sleep 0.01; done\n" + report + "\n",
-		"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.wait","version":"1.0.0","publisher":"test","commands":[
-			{"id":"gate","path":["gate"],"summary":"Gate","execute":{"mapping":"managed","program":"bin/gate","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
-			{"id":"hang","path":["hang"],"summary":"Hang","execute":{"mapping":"managed","program":"bin/hang","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`,
-	})
-	home := filepath.Join(dir, "home")
-	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
-	testhome.Apply(t, a, `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.wait/*"],"task":"agent"},
-		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":300000,"maxConcurrent":8,"enforcement":"host"},
-		         "agent":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":1,"enforcement":"host"},
-		         "short":{"commands":["test.*/*"],"deadlineMs":200,"maxConcurrent":4,"enforcement":"host"},
-		         "other":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":4,"enforcement":"host"}}}`)
-	p, err := paths.Resolve("rukh", func(k string) string {
-		if k == "RUKH_HOME" {
-			return home
-		}
-		return ""
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, p := newWaitHome(t)
 	w := &waitEnv{t: t, dir: dir, data: p.Data, tools: map[string]string{}}
 	if !withDaemon {
 		l := client.NewLocal(p.Data)
@@ -94,9 +70,21 @@ func newWaitEnv(t *testing.T, withDaemon bool) *waitEnv {
 			srv.Close()
 		}
 		t.Cleanup(w.stop)
-		w.host = &client.Auto{Dialer: thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, Local: client.NewLocal(p.Data)}
+		w.host = autoHost(p)
 		w.held = srv.Host
 	}
+	w.listTools()
+	return w
+}
+
+// autoHost is the ToolHost of `rukh mcp` for the home at p.
+func autoHost(p paths.Paths) *client.Auto {
+	return &client.Auto{Dialer: thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, Local: client.NewLocal(p.Data)}
+}
+
+func (w *waitEnv) listTools() {
+	t := w.t
+	t.Helper()
 	page, err := w.host.ListTools(context.Background(), "agent", "")
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +99,40 @@ func newWaitEnv(t *testing.T, withDaemon bool) *waitEnv {
 	if len(w.tools) != 2 {
 		t.Fatalf("tools %v", w.tools)
 	}
-	return w
+}
+
+// newWaitHome prepares a home with the test.wait release: gate runs
+// until DIR/open exists, hang until DIR/never does.
+func newWaitHome(t *testing.T) (string, paths.Paths) {
+	t.Helper()
+	dir := t.TempDir()
+	rel := filepath.Join(dir, "src")
+	report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"opened"}}\n' "$RUKH_IPC_TOKEN" >&3`
+	testhome.WriteFiles(t, rel, map[string]string{
+		// gate runs until DIR/open exists; hang until DIR/never does.
+		"bin/gate": "#!/bin/sh\nwhile [ ! -e " + dir + "/open ]; do sleep 0.01; done\n" + report + "\n",
+		"bin/hang": "#!/bin/sh\nwhile [ ! -e " + dir + "/never ]; do sleep 0.01; done\n" + report + "\n",
+		"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.wait","version":"1.0.0","publisher":"test","commands":[
+			{"id":"gate","path":["gate"],"summary":"Gate","execute":{"mapping":"managed","program":"bin/gate","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
+			{"id":"hang","path":["hang"],"summary":"Hang","execute":{"mapping":"managed","program":"bin/hang","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`,
+	})
+	home := filepath.Join(dir, "home")
+	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
+	testhome.Apply(t, a, `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.wait/*"],"task":"agent"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":300000,"maxConcurrent":8,"enforcement":"host"},
+		         "agent":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":1,"enforcement":"host"},
+		         "short":{"commands":["test.*/*"],"deadlineMs":200,"maxConcurrent":4,"enforcement":"host"},
+		         "other":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":4,"enforcement":"host"}}}`)
+	p, err := paths.Resolve("rukh", func(k string) string {
+		if k == "RUKH_HOME" {
+			return home
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, p
 }
 
 func (w *waitEnv) call(task, cmd, args string, detach bool) *wire.CallResult {
@@ -268,5 +289,70 @@ func TestDetachAndWait(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDetachedHostKilled kills a real rukhd outright (SIGKILL) while it
+// runs a detached call: the command dies with it, a wait then sees the
+// record stopped (open, its host gone) and changes nothing, and the next
+// admission records it execution_failed/host_lost — never nothing.
+func TestDetachedHostKilled(t *testing.T) {
+	_, rukhd := hostBinaries(t)
+	dir, p := newWaitHome(t)
+	cmd := exec.Command(rukhd)
+	cmd.Env = append(os.Environ(), "RUKH_HOME="+filepath.Dir(p.Data))
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	h := autoHost(p)
+	for { // until it answers (the test's own timeout bounds this)
+		s, err := h.Dialer.Dial(context.Background())
+		if err == nil {
+			s.Close()
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w := &waitEnv{t: t, dir: dir, data: p.Data, host: h, tools: map[string]string{}}
+	w.listTools()
+	res := w.call("agent", "hang", `{}`, true)
+	if !res.Detached {
+		t.Fatalf("detached call: %+v", res)
+	}
+	id := res.InvocationID
+	if got := w.wait("agent", []string{id}, 0); !reflect.DeepEqual(got.Pending, []string{id}) {
+		t.Fatalf("before the kill: %+v", got)
+	}
+
+	cmd.Process.Kill()
+	cmd.Wait()
+	killed = true
+	// No daemon now: the same host observes in-process.
+	got := w.wait("agent", []string{id}, invoke.MaxWaitTimeout)
+	if e := got.Entries[0]; e.Status != wire.WaitStopped || e.Terminal || got.TimedOut || got.AllTerminal || !reflect.DeepEqual(got.Stopped, []string{id}) {
+		t.Fatalf("after the kill: %+v", got)
+	}
+	// The record is untouched, and its host was the daemon.
+	if inv, err := client.NewLocal(p.Data).Invocation(context.Background(), id); err != nil || !inv.Open() || inv.PID != cmd.Process.Pid {
+		t.Fatalf("the record after the kill and a wait: %+v, %v", inv, err)
+	}
+	// The next admission, of any call, records it.
+	if err := os.WriteFile(filepath.Join(dir, "open"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := w.call("other", "gate", `{}`, false); res.Outcome != invoke.Succeeded {
+		t.Fatalf("a call after the kill: %+v", res)
+	}
+	got = w.wait("agent", []string{id}, 0)
+	if e := got.Entries[0]; !got.AllTerminal || e.Outcome != invoke.ExecutionFailed || e.Reason != invoke.ReasonHostLost {
+		t.Errorf("after the next admission: %+v", got)
 	}
 }
