@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -13,6 +16,7 @@ const maxClientName = 64
 
 func newToolsCmd(f *Factory) *cobra.Command {
 	var asJSON bool
+	var task string
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "Show the MCP tools agents see, and eligible commands that are not exposed",
@@ -39,8 +43,22 @@ func newToolsCmd(f *Factory) *cobra.Command {
 				CatalogHash string    `json:"catalogHash"`
 				Tools       []toolRow `json:"tools"`
 				NotExposed  []hidden  `json:"notExposed"`
+				// What the bound task's agents are sent (tools/list):
+				// each tool's JSON as listed, and the total.
+				Task            string           `json:"task"`
+				Projection      string           `json:"projection"`
+				Advertised      []advertisedTool `json:"advertised"`
+				AdvertisedBytes int              `json:"advertisedBytes"`
 			}{Revision: p.Revision, Namespace: p.Namespace, Naming: string(p.Naming), CatalogHash: p.CatalogHash,
-				Tools: []toolRow{}, NotExposed: []hidden{}}
+				Tools: []toolRow{}, NotExposed: []hidden{}, Projection: st.Profile.MCPProjection(), Advertised: []advertisedTool{}}
+			var err2 error
+			out.Task, out.Advertised, err2 = advertised(cmd, f, task)
+			if err2 != nil {
+				return err2
+			}
+			for _, a := range out.Advertised {
+				out.AdvertisedBytes += a.Bytes
+			}
 			long := 0
 			for _, t := range p.Tools {
 				out.Tools = append(out.Tools, toolRow{t.Name, t.Identity, t.Title})
@@ -64,6 +82,13 @@ func newToolsCmd(f *Factory) *cobra.Command {
 				fmt.Fprintln(tw, "(none exposed)\t\t")
 			}
 			tw.Flush()
+			fmt.Fprintf(f.IO.Out, "\nAdvertised to task %q (projection %s): %d tool%s, %d bytes\n", out.Task, out.Projection,
+				len(out.Advertised), plural(len(out.Advertised)), out.AdvertisedBytes)
+			tw = tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			for _, a := range out.Advertised {
+				fmt.Fprintf(tw, "  %s\t%d bytes\n", a.Name, a.Bytes)
+			}
+			tw.Flush()
 			if len(out.NotExposed) > 0 {
 				fmt.Fprintln(f.IO.Out, "\nEligible but not exposed:")
 				tw = tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
@@ -80,5 +105,43 @@ func newToolsCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&task, "task", "", "count what this task's agents are sent (default: the profile's mcp.task)")
 	return cmd
+}
+
+// advertisedTool is one tool as an agent of the bound task lists it.
+type advertisedTool struct {
+	Name  string `json:"name"`
+	Bytes int    `json:"bytes"`
+}
+
+// advertised lists every tool task's agents see, as `rukh mcp --task`
+// would, and measures each as tools/list sends it.
+func advertised(cmd *cobra.Command, f *Factory, task string) (string, []advertisedTool, error) {
+	th, err := f.ToolHost()
+	if err != nil {
+		return "", nil, err
+	}
+	task, err = th.BindTask(cmd.Context(), task)
+	var we *wire.Error
+	if errors.As(err, &we) && we.Code == wire.CodeTaskUndefined {
+		return "", nil, &UsageError{fmt.Errorf("%s; see `%s profile show`", we.Message, f.Name)}
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	out := []advertisedTool{}
+	cursor := ""
+	for {
+		page, err := th.ListTools(cmd.Context(), task, cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		for _, t := range page.Tools {
+			out = append(out, advertisedTool{t.Name, mcp.AdvertisedBytes(t)})
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return task, out, nil
+		}
+	}
 }
