@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/daemon"
 	"github.com/rukh-cli/rukh/internal/buildid"
@@ -101,6 +105,14 @@ func (w *waitEnv) listTools() {
 	}
 }
 
+// waitProfile is the profile of a wait home, with the MCP projection as
+// its one verb.
+const waitProfile = `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.wait/*"],"task":"agent","projection":%q},
+	"tasks":{"owner":{"commands":["*/*"],"deadlineMs":300000,"maxConcurrent":8,"enforcement":"host"},
+	         "agent":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":1,"enforcement":"host"},
+	         "short":{"commands":["test.*/*"],"deadlineMs":200,"maxConcurrent":4,"enforcement":"host"},
+	         "other":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":4,"enforcement":"host"}}}`
+
 // newWaitHome prepares a home with the test.wait release: gate runs
 // until DIR/open exists, hang until DIR/never does.
 func newWaitHome(t *testing.T) (string, paths.Paths) {
@@ -118,11 +130,7 @@ func newWaitHome(t *testing.T) (string, paths.Paths) {
 	})
 	home := filepath.Join(dir, "home")
 	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
-	testhome.Apply(t, a, `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.wait/*"],"task":"agent"},
-		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":300000,"maxConcurrent":8,"enforcement":"host"},
-		         "agent":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":1,"enforcement":"host"},
-		         "short":{"commands":["test.*/*"],"deadlineMs":200,"maxConcurrent":4,"enforcement":"host"},
-		         "other":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":4,"enforcement":"host"}}}`)
+	testhome.Apply(t, a, fmt.Sprintf(waitProfile, "tools"))
 	p, err := paths.Resolve("rukh", func(k string) string {
 		if k == "RUKH_HOME" {
 			return home
@@ -354,5 +362,58 @@ func TestDetachedHostKilled(t *testing.T) {
 	got = w.wait("agent", []string{id}, 0)
 	if e := got.Entries[0]; !got.AllTerminal || e.Outcome != invoke.ExecutionFailed || e.Reason != invoke.ReasonHostLost {
 		t.Errorf("after the next admission: %+v", got)
+	}
+}
+
+// TestMCPDetachedEndsWithHost: a run detached by a `rukh mcp` process
+// that runs it in-process ends with that process — whether its client
+// closes stdin or it gets SIGTERM — and is recorded cancelled/interrupted.
+func TestMCPDetachedEndsWithHost(t *testing.T) {
+	rukh, _ := hostBinaries(t)
+	for _, how := range []string{"stdin-closed", "sigterm"} {
+		t.Run(how, func(t *testing.T) {
+			_, p := newWaitHome(t)
+			testhome.Apply(t, admin.New(p.Data), fmt.Sprintf(waitProfile, "dispatch"))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.Command(rukh, "mcp")
+			cmd.Env = append(os.Environ(), "RUKH_HOME="+filepath.Dir(p.Data))
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil || len(tools.Tools) != 1 {
+				t.Fatalf("tools: %v, %v", tools, err)
+			}
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tools.Tools[0].Name,
+				Arguments: json.RawMessage(`{"ops":[{"op":"test.wait/hang","args":{},"detach":true}]}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(res.StructuredContent)
+			var ans struct {
+				Results []struct {
+					OK           bool   `json:"ok"`
+					Detached     bool   `json:"detached"`
+					InvocationID string `json:"invocationId"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal(raw, &ans); err != nil || len(ans.Results) != 1 || !ans.Results[0].Detached || len(ans.Results[0].InvocationID) != 32 {
+				t.Fatalf("detached op: %s (%v)", raw, err)
+			}
+			if how == "sigterm" {
+				cmd.Process.Signal(syscall.SIGTERM)
+			}
+			cs.Close() // closes stdin and waits for the process to exit
+			inv, err := client.NewLocal(p.Data).Invocation(context.Background(), ans.Results[0].InvocationID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inv.Outcome != invoke.Cancelled || inv.Reason != invoke.ReasonInterrupted {
+				t.Errorf("the detached run of a rukh mcp that ended: %s/%s", inv.Outcome, inv.Reason)
+			}
+		})
 	}
 }
