@@ -146,7 +146,8 @@ func (l *Local) detach(ctx context.Context, target *invoke.Target, r *invoke.Req
 	return res, nil
 }
 
-// wireResult is the CallResult of an outcome of tool.
+// wireResult is the CallResult of an outcome of tool: of every call,
+// detached or not.
 func wireResult(out *invoke.Outcome, err error, tool *projection.Tool) *wire.CallResult {
 	res := &wire.CallResult{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, Message: out.Message}
 	if rr := out.Result; rr != nil {

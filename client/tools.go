@@ -234,23 +234,7 @@ func (l *Local) callTool(ctx context.Context, p *projection.Projection, tool *pr
 		return l.detach(ctx, target, r, opts, tool)
 	}
 	out, err := l.Invoke(ctx, target, r)
-	res := &wire.CallResult{InvocationID: out.InvocationID, Outcome: out.Outcome, Reason: out.Reason, Message: out.Message}
-	if rr := out.Result; rr != nil {
-		res.Result = &wire.CommandResult{Kind: string(rr.Kind), Text: rr.Text, Data: rr.Data}
-	}
-	for _, e := range out.Effects {
-		res.Effects = append(res.Effects, wire.Effect{Kind: e.Kind, Ref: e.Ref})
-	}
-	if out.Reason == invoke.ReasonApprovalRequired {
-		res.ApprovalID = out.Attempt.ApprovalID
-	}
-	if out.Reason == invoke.ReasonInvalidInput {
-		res.InputSchema = tool.InputSchema
-	}
-	if err != nil {
-		res.RecordError = err.Error() // names the invocation, when it has one
-	}
-	return res, nil
+	return wireResult(out, err, tool), nil
 }
 
 func contains(tools []*projection.Tool, t *projection.Tool) bool {
