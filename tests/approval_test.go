@@ -220,8 +220,10 @@ func TestApproval(t *testing.T) {
 		if env, _ := h.call(t, "rukh-owner", "", args); env["approvalId"] != id || env["reason"] != "approval_required" {
 			t.Errorf("retry before the answer: %v; want the same approval %s", env, id)
 		}
-		if env, _ := h.call(t, "agent", "", map[string]any{"arg": target, "approvalId": id}); env["reason"] != "invalid_input" {
-			t.Errorf("an approvalId argument: %v; want invalid_input", env)
+		for _, field := range []string{"approvalId", "task", "owner"} {
+			if env, _ := h.call(t, "agent", "", map[string]any{"arg": target, field: id}); env["reason"] != "invalid_input" {
+				t.Errorf("an argument %q: %v; want invalid_input", field, env)
+			}
 		}
 
 		// No terminal, or from inside a command: refused, nothing approved.
