@@ -57,8 +57,9 @@ var echoDescriptor = `{"schema":"rukh.extension/2","package":"test.echo","versio
     "additionalProperties":false}}},
   "machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`
 
-// TestParity runs one table of intents through the CLI and through MCP
-// and requires the same outcome and, on success, the same typed inputs as
+// TestParity runs one table of intents through the CLI, through MCP tools
+// and through the dispatch projection's op (the op's envelope must be the
+// tool call's, member for member), and requires the same outcome and, on success, the same typed inputs as
 // the command received them (invariant I3, docs/architecture.md). Both
 // doors are what a person and an agent run — the rukh binary and a
 // `rukh mcp` process driven by the go-sdk client — in process and through
@@ -81,6 +82,14 @@ func TestParity(t *testing.T) {
 		}
 		h.serve(t, home)
 		env := []string{"RUKH_HOME=" + home, "PATH=" + os.Getenv("PATH")}
+		// The dispatch door: the same release under the dispatch projection.
+		dhome := filepath.Join(t.TempDir(), "home-dispatch")
+		da := testhome.InstallPinned(t, filepath.Join(dhome, "data"), rel)
+		if _, _, err := da.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.echo/*"],"task":"owner","projection":"dispatch"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		h.serve(t, dhome)
 
 		// The MCP door.
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -97,6 +106,18 @@ func TestParity(t *testing.T) {
 			t.Fatalf("tools: %v %v", list, err)
 		}
 		tool := list.Tools[0].Name
+		dserver := exec.Command(h.Rukh, "mcp")
+		dserver.Env = []string{"RUKH_HOME=" + dhome, "PATH=" + os.Getenv("PATH")}
+		ds, err := sdk.NewClient(&sdk.Implementation{Name: "parity", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: dserver}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ds.Close()
+		dlist, err := ds.ListTools(ctx, nil)
+		if err != nil || len(dlist.Tools) != 1 {
+			t.Fatalf("dispatch tools: %v %v", dlist, err)
+		}
+		dtool := dlist.Tools[0].Name
 
 		for _, tt := range parityCases {
 			t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +152,29 @@ func TestParity(t *testing.T) {
 				if err := json.Unmarshal(raw, &env); err != nil {
 					t.Fatal(err)
 				}
+				// The dispatch door: one op whose args are the tool's arguments
+				// must answer with the tool call's envelope, member for member.
+				dres, err := ds.CallTool(ctx, &sdk.CallToolParams{Name: dtool, Arguments: json.RawMessage(`{"ops":[{"op":"test.echo/echo","args":` + tt.mcp + `}]}`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var dans struct {
+					Results []map[string]json.RawMessage `json:"results"`
+				}
+				if err := json.Unmarshal([]byte(dres.Content[0].(*sdk.TextContent).Text), &dans); err != nil || len(dans.Results) != 1 {
+					t.Fatalf("dispatch answered %s (%v)", dres.Content[0].(*sdk.TextContent).Text, err)
+				}
+				var tenv map[string]json.RawMessage
+				json.Unmarshal(raw, &tenv)
+				for k, v := range tenv {
+					if k != "invocationId" && !sameJSON(t, v, dans.Results[0][k]) {
+						t.Errorf("dispatch op's %s is %s, the tool call's %s", k, dans.Results[0][k], v)
+					}
+				}
+				if _, ok := dans.Results[0]["invocationId"]; !ok || dres.IsError {
+					t.Errorf("the dispatch op has no invocation, or the call is an error: %s", dres.Content[0].(*sdk.TextContent).Text)
+				}
+
 				said := fmt.Sprintf("CLI exit %d, stdout %q, stderr %q\nMCP", status, out.Bytes(), errOut.Bytes())
 				for _, c := range res.Content {
 					said += fmt.Sprintf(" %q", c.(*sdk.TextContent).Text)
