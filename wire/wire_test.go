@@ -28,6 +28,13 @@ func TestRoundTrip(t *testing.T) {
 		{ToolPage: &ToolPage{Revision: 3, Tools: []*Tool{{Name: "n", InputSchema: []byte(`{}`)}}, NextCursor: "c"}},
 		{Error: &Error{Code: CodeUnknownTool, Message: `unknown tool "x"`}},
 		{Status: &Status{}},
+		{CallTool: &CallTool{Task: "agent", Name: "x__y", Arguments: []byte(`{}`), Detach: true}},
+		{CallResult: &CallResult{InvocationID: "i", Detached: true}},
+		{WaitInvocations: &WaitInvocations{Task: "agent", IDs: []string{"a", "b"}, TimeoutMs: MaxWaitTimeoutMs}},
+		{WaitResult: &WaitResult{Entries: []WaitEntry{{ID: "a", InvocationID: "a", Command: "p/c", Status: WaitTerminal, Terminal: true, Outcome: "succeeded"},
+			{ID: "b", Status: WaitUnknown, Error: "no invocation b"}}, Terminal: []string{"a"}, Pending: []string{}, Stopped: []string{},
+			Unknown: []string{"b"}, TimeoutMs: 1}},
+		{Error: &Error{Code: CodeInvalidArgument, Message: "too many ids"}},
 	} {
 		buf, err := Encode(nil, m)
 		if err != nil {
