@@ -193,7 +193,9 @@ func decodeCommand(p *problems, d *Descriptor, v *strictjson.Value, at string) *
 		c.Machine = decodeMachine(p, m, o.at("machine"))
 	}
 	c.Access = decodeAccess(p, o, c.Inputs)
-	if e := o.get("effects", false); e != nil {
+	// Version 2 commands say what they do to the world (effects.class):
+	// approval and the dispatch projection's fingerprints depend on it.
+	if e := o.get("effects", format >= 2); e != nil {
 		c.Effects = decodeEffects(p, e, o.at("effects"))
 	}
 	o.finish()

@@ -183,6 +183,8 @@ func TestDecodeInvalid(t *testing.T) {
 		{"unknown placeholder", doc(cmd("c", `"access":[{"action":"deploy.read","resource":"env:{env}"}]`)), []wantErr{{"invalid_access", "/commands/0/access/0/resource"}}},
 		{"bad action", doc(cmd("c", `"access":[{"action":"Deploy Read"}]`)), []wantErr{{"invalid_access", "/commands/0/access/0/action"}}},
 		{"bad effect class", doc(cmd("c", `"effects":{"class":"maybe"}`)), []wantErr{{"invalid_value", "/commands/0/effects/class"}}},
+		{"v2 effects missing", doc(`{"id":"c","path":["c"],"summary":"s",` + exec("") + `}`), []wantErr{{"missing_field", "/commands/0/effects"}}},
+		{"v2 effects without class", doc(cmd("c", `"effects":{}`)), []wantErr{{"missing_field", "/commands/0/effects/class"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

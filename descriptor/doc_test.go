@@ -67,6 +67,8 @@ func TestDescriptorJSONSchema(t *testing.T) {
 		"reserved flag":        in(`{"id":"a","flag":"json","type":"boolean"}`),
 		"structured no schema": doc(cmdx("c", `"path":["c"]`, exec(`,"result":{"kind":"structured"}`), "")),
 		"unknown feature":      doc(cmd("c", `"machine":{"requiredFeatures":["streaming/1"]}`)),
+		"v2 effects missing":   doc(`{"id":"c","path":["c"],"summary":"s",` + exec("") + `}`),
+		"v2 effects no class":  doc(cmd("c", `"effects":{}`)),
 	} {
 		if _, err := descriptor.Decode([]byte(data)); err == nil {
 			t.Errorf("%s: Decode accepts it; the case is wrong", name)
