@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -64,6 +65,13 @@ func TestTypeScriptClient(t *testing.T) {
 			t.Run(sc, func(t *testing.T) {
 				home := shared
 				var env []string
+				if sc == "dispatch" {
+					// The same release under the dispatch projection.
+					home = tsHome(t, filepath.Join(dir, "home-dispatch"), rel)
+					testhome.Apply(t, admin.New(filepath.Join(home, "data")), strings.Replace(strings.Replace(tsProfile, "NAMESPACE", "ts", 1),
+						`"task":"agent"}`, `"task":"agent","projection":"dispatch"}`, 1))
+					h.serve(t, home)
+				}
 				if sc == "stale" {
 					// Through rukhd, the scenario's `rukh profile apply`
 					// runs in the daemon too.
@@ -79,7 +87,7 @@ func TestTypeScriptClient(t *testing.T) {
 }
 
 // tsScenarios are the scenarios of client.mjs, in the order they run.
-var tsScenarios = []string{"list", "list-default", "call", "invalid", "denied", "unknown", "progress", "cancel", "stale"}
+var tsScenarios = []string{"list", "list-default", "call", "invalid", "denied", "unknown", "progress", "cancel", "stale", "dispatch"}
 
 // tsNormal is a report without its timings.
 func tsNormal(t *testing.T, report json.RawMessage) string {
@@ -135,6 +143,7 @@ func tsRelease(t *testing.T, rel string) string {
 		`{"id":"read","path":["read"],"summary":"Read","inputs":[{"id":"env","type":"string","enum":["stage","prod"],"required":true}],` +
 			managed("ok", text) + `,"access":[{"action":"deploy.read","resource":"env:{env}"}],"effects":{"class":"read"}}`,
 		`{"id":"slow","path":["slow"],"summary":"Slow",` + managed("slow", text) + `,"effects":{"class":"none"}}`,
+		`{"id":"deploy","path":["deploy"],"summary":"Deploy",` + managed("ok", text) + `,"effects":{"class":"write"}}`,
 		`{"id":"progress","path":["progress"],"summary":"Progress",` + managed("progress", text) + `,"effects":{"class":"none"}}`,
 	}
 	for i := range tsQuick {
@@ -172,7 +181,7 @@ func tsRun(t *testing.T, node, rukh, home, scenario string, env []string) json.R
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "client.mjs", scenario)
 	cmd.Dir = "mcp"
-	cmd.Env = append(os.Environ(), "RUKH_BIN="+rukh, "RUKH_HOME="+home, fmt.Sprintf("RUKH_EXPECT_TOOLS=%d", tsQuick+5))
+	cmd.Env = append(os.Environ(), "RUKH_BIN="+rukh, "RUKH_HOME="+home, fmt.Sprintf("RUKH_EXPECT_TOOLS=%d", tsQuick+6))
 	cmd.Env = append(cmd.Env, env...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer

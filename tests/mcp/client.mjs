@@ -371,6 +371,39 @@ const scenarios = {
     expectSucceeded(await s.client.callTool({ name: echo2.name, arguments: { word: 'salut' } }), 'echo after the change');
     return { stale, renamed: [echo.name, echo2.name] };
   },
+
+  // The dispatch projection: one tool; help; a read op; a fingerprinted
+  // write op; a batch with one failing op; a detached run and a wait on it.
+  async dispatch(s) {
+    const { tools } = await listAll(s);
+    expect(tools.length === 1 && /^request__[0-9a-f]{64}$/.test(tools[0].name), 'the dispatch projection lists one tool', tools.map((t) => t.name));
+    const name = tools[0].name;
+    const call = async (args) => {
+      const res = await s.client.callTool({ name, arguments: args });
+      const ans = res.structuredContent;
+      expect(isDeepStrictEqual(JSON.parse(res.content[0].text), ans), 'the text block differs from structuredContent', res);
+      return { res, ans };
+    };
+    const help = (await call({ help: true })).ans.help;
+    expect(help.commands.some((c) => c.startsWith('ts.tools/deploy() write, needs fingerprint')), 'help: no deploy signature', help.commands);
+    const deploy = (await call({ help: 'ts.tools/deploy' })).ans.help;
+    expect(/^sha256:[0-9a-f]{64}$/.test(deploy.schemaFingerprint), 'help deploy: schemaFingerprint', deploy);
+    const read = (await call({ ops: [{ op: 'ts.tools/echo', args: { word: 'hola' } }] })).ans;
+    expect(read.ok === true && isDeepStrictEqual(read.results[0].commandResult, { kind: 'structured', data: { word: 'hola' } }), 'read op', read);
+    const write = (await call({ ops: [{ op: 'ts.tools/deploy', fingerprint: deploy.schemaFingerprint }] })).ans;
+    expect(write.ok === true && write.results[0].outcome === 'succeeded', 'fingerprinted write op', write);
+    const { res, ans: batch } = await call({ ops: [{ op: 'ts.tools/q00' }, { op: 'ts.tools/count', args: { count: 9 } }, { op: 'ts.tools/q01' }] });
+    expect(res.isError !== true && batch.ok === false, 'a batch with a failing op is no error, and not ok', batch);
+    expect(batch.results.map((r) => r.ok).join() === 'true,false,true', 'batch: per-op ok', batch);
+    expect(batch.results[1].reason === 'invalid_input' && batch.results[1].schema?.inputSchema, 'batch: the failed op carries its schema', batch.results[1]);
+    const detached = (await call({ ops: [{ op: 'ts.tools/progress', detach: true }] })).ans;
+    expect(detached.results[0].detached === true, 'detach', detached);
+    const id = detached.results[0].invocationId;
+    const waited = (await call({ ops: [{ op: 'invocations.wait', args: { ids: [id], timeoutMs: 20000 } }] })).ans;
+    const w = waited.results[0].wait;
+    expect(w.allTerminal === true && w.entries[0].outcome === 'succeeded', 'wait on the detached run', waited);
+    return { helpLines: help.commands.length, batch: batch.results.map((r) => ({ ok: r.ok, op: r.op, outcome: r.outcome, reason: r.reason })), wait: { allTerminal: w.allTerminal, outcome: w.entries[0].outcome } };
+  },
 };
 
 async function main() {
