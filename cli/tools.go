@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/wire"
 	"github.com/spf13/cobra"
 )
@@ -59,12 +60,15 @@ func newToolsCmd(f *Factory) *cobra.Command {
 			for _, a := range out.Advertised {
 				out.AdvertisedBytes += a.Bytes
 			}
+			// The names clients are sent are the ones they may reject.
 			long := 0
-			for _, t := range p.Tools {
-				out.Tools = append(out.Tools, toolRow{t.Name, t.Identity, t.Title})
-				if len(t.Name) > maxClientName {
+			for _, a := range out.Advertised {
+				if len(a.Name) > maxClientName {
 					long++
 				}
+			}
+			for _, t := range p.Tools {
+				out.Tools = append(out.Tools, toolRow{t.Name, t.Identity, t.Title})
 			}
 			for _, n := range p.NotExposed {
 				out.NotExposed = append(out.NotExposed, hidden{n.Identity, n.Reason})
@@ -74,9 +78,18 @@ func newToolsCmd(f *Factory) *cobra.Command {
 			}
 			fmt.Fprintf(f.IO.Out, "revision %d, namespace %s, %s names, catalog %s\n\n", out.Revision, out.Namespace, out.Naming, out.CatalogHash)
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tIDENTITY\tTITLE")
-			for _, t := range out.Tools {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Identity, t.Title)
+			if out.Projection == profile.ProjectionDispatch {
+				// No agent is sent these names: the commands are the
+				// dispatch tool's ops.
+				fmt.Fprintln(tw, "OP\tTITLE\t")
+				for _, t := range out.Tools {
+					fmt.Fprintf(tw, "%s\t%s\t\n", t.Identity, t.Title)
+				}
+			} else {
+				fmt.Fprintln(tw, "NAME\tIDENTITY\tTITLE")
+				for _, t := range out.Tools {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Identity, t.Title)
+				}
 			}
 			if len(out.Tools) == 0 {
 				fmt.Fprintln(tw, "(none exposed)\t\t")
