@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
@@ -457,5 +459,55 @@ func TestDispatchDetachAndWait(t *testing.T) {
 		if len(rs) != 1 || rs[0]["ok"] != false || rs[0]["schema"] == nil || !strings.Contains(string(got), tt.want) {
 			t.Errorf("wait %s: %s, want %s", tt.args, got, tt.want)
 		}
+	}
+}
+
+// TestDispatchProgress: with a progressToken, a batch reports each op as
+// it is done ("op i of n (op) done", progress i of total n), in order.
+func TestDispatchProgress(t *testing.T) {
+	dir, _ := dispatchHome(t)
+	ctx := context.Background()
+	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	var mu sync.Mutex
+	var got []string
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, fmt.Sprintf("%v/%v %s", req.Params.Progress, req.Params.Total, req.Params.Message))
+		},
+	}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &sdk.CallToolParams{Name: dispatchTool(t, cs).Name,
+		Arguments: json.RawMessage(`{"ops":[{"op":"test.ops/status","args":{"env":"stage"}},{"op":"test.ops/fail"}]}`)}
+	params.SetProgressToken("batch-1")
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1/2 op 1 of 2 (test.ops/status) done", "2/2 op 2 of 2 (test.ops/fail) done"}
+	// Notifications may trail the answer by a moment; wait for them by
+	// steps, not by a clock budget.
+	for range 200 {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= len(want) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("progress %q, want %q", got, want)
 	}
 }
