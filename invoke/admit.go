@@ -82,7 +82,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 	var asked *store.Approval
 	if err := c.updateSettled(func(tx *store.Tx) error {
 		now := c.Now().UTC()
-		asked = nil
+		asked, inv.Attempt = nil, store.Attempt{} // a retried transaction starts afresh
 		if want != nil {
 			used, err := tx.UseApproval(want, inv.ID, now)
 			if err != nil {
