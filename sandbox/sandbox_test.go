@@ -23,6 +23,11 @@ import (
 // runs probe (what it was asked to try) and exits.
 const envProbe = "RUKH_SANDBOX_TEST_PROBE"
 
+// With envSession set, the test binary is a terminal's session leader (a
+// shell, say) that runs the helper's command line it is given in a
+// process group of its own, as rukh's CLI transport does: see session.
+const envSession = "RUKH_SANDBOX_TEST_SESSION"
+
 var helper string
 
 // reportFD is the helper's report pipe: not 3, which the Go runtime of the
@@ -30,6 +35,9 @@ var helper string
 const reportFD = 9
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envSession) != "" {
+		os.Exit(session(os.Args[1:]))
+	}
 	if what := os.Getenv(envProbe); what != "" {
 		fmt.Print(probe(what, os.Args[1:]))
 		os.Exit(0)
@@ -131,8 +139,51 @@ func probe(what string, args []string) string {
 		return res("open "+target, err)
 	case "env":
 		return res(os.Getenv(args[0]), nil)
+	case "tiocsti":
+		// Type a line on the terminal, through stdin and through /dev/tty.
+		var got []string
+		for _, name := range []string{"stdin", "/dev/tty"} {
+			f := os.Stdin
+			if name != "stdin" {
+				var err error
+				if f, err = os.OpenFile(name, os.O_RDWR, 0); err != nil {
+					got = append(got, name+": "+err.Error())
+					continue
+				}
+				defer f.Close()
+			}
+			var err error
+			for _, c := range []byte("id\n") {
+				if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.TIOCSTI, uintptr(unsafe.Pointer(&c))); errno != 0 {
+					err = errno
+					break
+				}
+			}
+			got = append(got, name+": "+pick(err == nil, "typed", fmt.Sprint(err)))
+		}
+		return res(strings.Join(got, ", "), nil)
 	}
 	return "error: unknown probe " + what
+}
+
+// session runs the helper's command line args with the terminal (its
+// stdin) as stdin, in a process group of its own, then prints what the
+// terminal has for it to read, which nobody typed.
+func session(args []string) int {
+	cmd := exec.Command(args[0])
+	cmd.Args = args
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envSession+"=") })
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Run(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	unix.SetNonblock(0, true)
+	b := make([]byte, 64)
+	n, _ := unix.Read(0, b)
+	fmt.Printf("\nthe terminal holds %q\n", b[:max(n, 0)])
+	return 0
 }
 
 func pick(c bool, yes, no string) string {
@@ -315,6 +366,52 @@ func TestStrict(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "ro/new.txt")); err == nil {
 		t.Error("a read-only grant was written")
 	}
+}
+
+// A strict command started on its owner's terminal (rukh's CLI transport:
+// the command is in the terminal's session, in a process group of its
+// own) cannot type on that terminal for the owner's shell to run once it
+// is done: the kernel allows TIOCSTI on one's controlling terminal, so
+// the helper gives it up, and the command has none (no /dev/tty either).
+func TestStrictCannotTypeOnTerminal(t *testing.T) {
+	needStrict(t)
+	master, slave := openPTY(t)
+	defer master.Close()
+	spec := strictSpec(t, nil, nil)
+	self, _ := os.Executable()
+	cmd := exec.Command(self)
+	cmd.Args = append([]string{self}, spec.Args(helper, []string{self, "probe"})...)
+	cmd.Env = append(os.Environ(), envSession+"=1", envProbe+"=tiocsti")
+	cmd.Stdin = slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	slave.Close()
+	if err != nil || !strings.HasPrefix(string(out), "ok: stdin: ") || strings.Contains(string(out), "typed") ||
+		!strings.HasSuffix(string(out), "the terminal holds \"\"\n") {
+		t.Errorf("%v: %q, stderr %q; want nothing typed on the terminal", err, out, stderr.String())
+	}
+}
+
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, s
 }
 
 // What cannot be applied or run is reported on the pipe, and nothing runs.

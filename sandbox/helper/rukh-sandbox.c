@@ -15,7 +15,8 @@
  *   --rw PATH         strict: PATH may be read and written
  *   --probe           apply everything, then exit 0 instead of exec
  *
- * restricted: the rlimits and no_new_privs. strict: also a user namespace
+ * restricted: the rlimits and no_new_privs. strict: also no controlling
+ * terminal, a user namespace
  * (the caller mapped to itself) and a network namespace of its own, and a
  * Landlock domain (ABI 4: the paths above only, TCP bind and connect
  * denied; with ABI 6, signals and abstract sockets scoped to the domain).
@@ -26,6 +27,7 @@
  * restricted or strict command, and a static libc's own start-up costs
  * more than the whole budget of the helper.
  */
+#include <asm/ioctls.h>
 #include <asm/unistd.h>
 #include <linux/types.h>
 
@@ -111,6 +113,10 @@ void *memcpy(void *d, const void *s, size_t n)
 #define AT_FDCWD_ (-100)
 #define AT_EMPTY_PATH_ 0x1000
 #define O_WRONLY_ 01
+#define O_RDWR_ 02
+#define O_NOCTTY_ 0400
+#define O_NONBLOCK_ 04000
+#define ENXIO_ 6
 #define O_CLOEXEC_ 02000000
 #define O_PATH_ 010000000
 #define F_GETFD_ 1
@@ -206,7 +212,7 @@ static void put_err(long err)
 		const char *text;
 	} names[] = {
 		{1, "operation not permitted"}, {2, "no such file or directory"}, {4, "interrupted system call"},
-		{7, "argument list too long"}, {8, "exec format error"}, {9, "bad file descriptor"},
+		{5, "input/output error"}, {6, "no such device or address"}, {7, "argument list too long"}, {8, "exec format error"}, {9, "bad file descriptor"},
 		{11, "resource temporarily unavailable"}, {12, "cannot allocate memory"}, {13, "permission denied"},
 		{14, "bad address"}, {20, "not a directory"}, {21, "is a directory"}, {22, "invalid argument"},
 		{24, "too many open files"}, {26, "text file busy"}, {28, "no space left on device"},
@@ -402,6 +408,28 @@ static size_t id_map(char *b, unsigned long id)
 	return n;
 }
 
+/* leave_terminal gives up the controlling terminal, if any: a command
+ * started on its owner's terminal (rukh's CLI transport keeps the
+ * terminal's session) could otherwise type on it with TIOCSTI, which the
+ * kernel allows on one's own controlling terminal, for the owner's shell
+ * to run once the command is done. Without one, TIOCSTI needs
+ * CAP_SYS_ADMIN of the initial user namespace and /dev/tty is none; a
+ * process that leads no session cannot take a terminal back (TIOCSCTTY),
+ * and the helper leads none (the host starts it in a process group of its
+ * own, or in a session of its own without a terminal). */
+static void leave_terminal(void)
+{
+	long fd = sys4(__NR_openat, AT_FDCWD_, "/dev/tty", O_RDWR_ | O_NOCTTY_ | O_NONBLOCK_ | O_CLOEXEC_, 0);
+	if (fd == -ENXIO_)
+		return; /* no controlling terminal */
+	if (fd < 0)
+		fail_sys("open /dev/tty", fd);
+	long r = sys3(__NR_ioctl, fd, TIOCNOTTY, 0);
+	sys1(__NR_close, fd);
+	if (r < 0)
+		fail_sys("give up the controlling terminal", r);
+}
+
 /* own_namespaces puts the helper (and so the command) in a user namespace
  * of its own that maps the caller to itself, and a network namespace with
  * only a loopback interface that is down: no network at all. */
@@ -499,8 +527,10 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	long r;
 
 	parse(argv, &s);
-	if (s.strict)
+	if (s.strict) {
+		leave_terminal();
 		own_namespaces();
+	}
 	r = sys5(__NR_prctl, PR_SET_NO_NEW_PRIVS_, 1, 0, 0, 0);
 	if (r < 0)
 		fail_sys("no_new_privs", r);
