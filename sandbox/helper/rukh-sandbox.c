@@ -413,10 +413,11 @@ static size_t id_map(char *b, unsigned long id)
  * terminal's session) could otherwise type on it with TIOCSTI, which the
  * kernel allows on one's own controlling terminal, for the owner's shell
  * to run once the command is done. Without one, TIOCSTI needs
- * CAP_SYS_ADMIN of the initial user namespace and /dev/tty is none; a
- * process that leads no session cannot take a terminal back (TIOCSCTTY),
- * and the helper leads none (the host starts it in a process group of its
- * own, or in a session of its own without a terminal). */
+ * CAP_SYS_ADMIN of the initial user namespace and /dev/tty is none, and
+ * the terminal cannot be taken back: TIOCSCTTY needs a session leader
+ * (the host starts the helper in a process group of its own, or in a
+ * session of its own without a terminal) and, for a terminal that is
+ * another session's, that capability too. */
 static void leave_terminal(void)
 {
 	long fd = sys4(__NR_openat, AT_FDCWD_, "/dev/tty", O_RDWR_ | O_NOCTTY_ | O_NONBLOCK_ | O_CLOEXEC_, 0);
