@@ -368,6 +368,22 @@ func TestStrict(t *testing.T) {
 	}
 }
 
+// Every uint64 is a limit the spec can carry: the largest is
+// RLIM_INFINITY, one more is a bad spec.
+func TestRlimitRange(t *testing.T) {
+	spec := sandbox.Spec{Profile: sandbox.Restricted, Rlimits: []sandbox.Rlimit{{Resource: unix.RLIMIT_CPU, Max: 1<<64 - 1}}}
+	out, rep, status := run(t, spec, "limit", "Max cpu time")
+	if status != 0 || rep != "" || out != "ok: Max cpu time unlimited unlimited seconds" {
+		t.Errorf("RLIM_INFINITY: exit %d, report %q, out %q", status, rep, out)
+	}
+	for _, v := range []string{"18446744073709551616", "18446744073709551620", "99999999999999999999", "-1", "", "1x"} {
+		out, err := exec.Command(helper, "restricted", "--rlimit", "0", v, "--probe").CombinedOutput()
+		if want := "rukh-sandbox: bad spec: bad --rlimit value " + v; err == nil || !strings.HasPrefix(string(out), want) {
+			t.Errorf("%q: %v %q; want %q", v, err, out, want)
+		}
+	}
+}
+
 // A strict command started on its owner's terminal (rukh's CLI transport:
 // the command is in the terminal's session, in a process group of its
 // own) cannot type on that terminal for the owner's shell to run once it

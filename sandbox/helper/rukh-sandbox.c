@@ -292,9 +292,10 @@ static int parse_u64(const char *s, __u64 *out)
 	for (; *s; s++) {
 		if (*s < '0' || *s > '9')
 			return -1;
-		if (v > (~0ULL - 9) / 10)
-			return -1;
-		v = v * 10 + (__u64)(*s - '0');
+		__u64 d = (__u64)(*s - '0');
+		if (v > (~0ULL - d) / 10)
+			return -1; /* v * 10 + d overflows */
+		v = v * 10 + d;
 	}
 	*out = v;
 	return 0;
