@@ -35,7 +35,9 @@ typedef unsigned long size_t;
 
 /* ---- system calls ---- */
 
-#if defined(__x86_64__)
+#if defined(__ILP32__)
+#error "rukh-sandbox: x86-64 or arm64 with 64-bit long and pointers only (not x32, arm64 ILP32 or 32-bit targets)"
+#elif defined(__x86_64__)
 static long sys6(long n, long a, long b, long c, long d, long e, long f)
 {
 	long ret;
