@@ -127,7 +127,7 @@ func TestInspectorCLI(t *testing.T) {
 					}
 				})
 
-				// The Inspector follows nextCursor: all 45 tools, not page 1.
+				// The Inspector follows nextCursor: all tsTools tools, not page 1.
 				tools := map[string]string{} // title → name
 				t.Run("tools/list", func(t *testing.T) {
 					r := inspect(t, nil, nil, "--method", "tools/list")
@@ -139,8 +139,8 @@ func TestInspectorCLI(t *testing.T) {
 						OutputSchema struct{ Type string } `json:"outputSchema"`
 					}
 					r.decode(t, &list)
-					if len(list) != 1 || len(list["tools"]) != tsQuick+5 {
-						t.Fatalf("listed %d tools (members %v), want %d over two pages", len(list["tools"]), slices.Sorted(maps.Keys(list)), tsQuick+5)
+					if len(list) != 1 || len(list["tools"]) != tsTools {
+						t.Fatalf("listed %d tools (members %v), want %d over two pages", len(list["tools"]), slices.Sorted(maps.Keys(list)), tsTools)
 					}
 					name := regexp.MustCompile(`^[a-z0-9_-]+__[0-9a-f]+$`)
 					for i, tool := range list["tools"] {

@@ -17,8 +17,12 @@ import (
 )
 
 // tsQuick is how many trivial commands the TypeScript fixture adds next
-// to its five named tools, so that listing spans two pages of 32.
-const tsQuick = 40
+// to its six named tools, so that listing spans two pages of 32; tsTools
+// is how many tools it lists in all.
+const (
+	tsQuick = 40
+	tsTools = tsQuick + 6
+)
 
 // tsProfile is the owner profile of the TypeScript fixture; NAMESPACE is
 // replaced, so that a second apply renames every tool.
@@ -181,7 +185,7 @@ func tsRun(t *testing.T, node, rukh, home, scenario string, env []string) json.R
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "client.mjs", scenario)
 	cmd.Dir = "mcp"
-	cmd.Env = append(os.Environ(), "RUKH_BIN="+rukh, "RUKH_HOME="+home, fmt.Sprintf("RUKH_EXPECT_TOOLS=%d", tsQuick+6))
+	cmd.Env = append(os.Environ(), "RUKH_BIN="+rukh, "RUKH_HOME="+home, fmt.Sprintf("RUKH_EXPECT_TOOLS=%d", tsTools))
 	cmd.Env = append(cmd.Env, env...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
