@@ -15,6 +15,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/rukh-cli/rukh/internal/testpty"
 	"github.com/rukh-cli/rukh/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -391,7 +392,7 @@ func TestRlimitRange(t *testing.T) {
 // the helper gives it up, and the command has none (no /dev/tty either).
 func TestStrictCannotTypeOnTerminal(t *testing.T) {
 	needStrict(t)
-	master, slave := openPTY(t)
+	master, slave := testpty.Open(t)
 	defer master.Close()
 	spec := strictSpec(t, nil, nil)
 	self, _ := os.Executable()
@@ -408,26 +409,6 @@ func TestStrictCannotTypeOnTerminal(t *testing.T) {
 		!strings.HasSuffix(string(out), "the terminal holds \"\"\n") {
 		t.Errorf("%v: %q, stderr %q; want nothing typed on the terminal", err, out, stderr.String())
 	}
-}
-
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, s
 }
 
 // What cannot be applied or run is reported on the pipe, and nothing runs.

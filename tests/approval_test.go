@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,7 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"golang.org/x/sys/unix"
+	"github.com/rukh-cli/rukh/internal/testpty"
 )
 
 // approvalRelease has one destructive command, `drop TARGET`: the probe
@@ -122,7 +121,7 @@ func (h *approvalHome) rukhCLI(t *testing.T, stdin *os.File, extraEnv []string, 
 // terminal showed, stdout and the exit status.
 func (h *approvalHome) approveAtTerminal(t *testing.T, id, answer string) (string, string, int) {
 	t.Helper()
-	master, slave := openPTY(t)
+	master, slave := testpty.Open(t)
 	defer master.Close()
 	cmd := exec.Command(h.rukh, "approve", id)
 	cmd.Env = h.env
@@ -150,27 +149,6 @@ func (h *approvalHome) approveAtTerminal(t *testing.T, id, answer string) (strin
 		t.Fatal(err)
 	}
 	return <-shown, out.String() + errb.String(), status
-}
-
-// openPTY opens a pseudo-terminal pair.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("no pseudo-terminals here: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, s
 }
 
 func runs(t *testing.T, target string) int {
