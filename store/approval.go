@@ -141,11 +141,7 @@ func (tx *Tx) RequestApproval(a *Approval, now time.Time) (*Approval, error) {
 	if len(a.Inputs) > MaxApprovalInputs {
 		return nil, fmt.Errorf("the inputs take %d bytes; an approval keeps at most %d", len(a.Inputs), MaxApprovalInputs)
 	}
-	b, err := tx.approvalBucket()
-	if err != nil {
-		return nil, err
-	}
-	all, err := approvalsIn(b)
+	b, all, err := tx.loadApprovals()
 	if err != nil {
 		return nil, err
 	}
@@ -177,11 +173,7 @@ func (tx *Tx) RequestApproval(a *Approval, now time.Time) (*Approval, error) {
 // transaction (the one that admits the invocation, so a call refused as
 // busy leaves the approval unused). It returns nil when there is none.
 func (tx *Tx) UseApproval(want *Approval, invID string, now time.Time) (*Approval, error) {
-	b, err := tx.approvalBucket()
-	if err != nil {
-		return nil, err
-	}
-	all, err := approvalsIn(b)
+	b, all, err := tx.loadApprovals()
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +218,19 @@ func (tx *Tx) Approval(id string) (*Approval, error) {
 
 // Approvals returns every approval kept, oldest first.
 func (tx *Tx) Approvals() ([]*Approval, error) {
+	_, all, err := tx.loadApprovals()
+	return all, err
+}
+
+// loadApprovals returns the approvals' bucket (nil in a read-only
+// transaction of a store that has none yet) and every approval in it.
+func (tx *Tx) loadApprovals() (*bolt.Bucket, []*Approval, error) {
 	b, err := tx.approvalBucket()
 	if err != nil || b == nil {
-		return nil, err
+		return b, nil, err
 	}
-	return approvalsIn(b)
+	all, err := approvalsIn(b)
+	return b, all, err
 }
 
 func approvalsIn(b *bolt.Bucket) ([]*Approval, error) {
