@@ -115,13 +115,21 @@ func (e *enforcement) failure() string {
 	if e.report == nil {
 		return ""
 	}
-	defer e.report.Close()
-	msg, _ := io.ReadAll(io.LimitReader(e.report, 4096))
+	r := e.report
+	e.report = nil
+	defer r.Close()
+	msg, _ := io.ReadAll(io.LimitReader(r, 4096))
 	return strings.TrimSpace(string(msg))
 }
 
-// cleanup removes the private TMPDIR.
+// cleanup removes the private TMPDIR, and closes the report pipe when
+// failure never read it (the command was cancelled before it started, or
+// could not be started).
 func (e *enforcement) cleanup() {
+	if e.report != nil {
+		e.report.Close()
+		e.report = nil
+	}
 	if e.tmpdir != "" {
 		os.RemoveAll(e.tmpdir)
 	}
@@ -164,7 +172,7 @@ func (c *Core) Enforceable() map[string]string {
 		case profile.EnforceRestricted:
 			out[p] = "applied by " + helper + ": the task's rlimits, no_new_privs, a private TMPDIR"
 		default:
-			out[p] = "applied by " + helper + ": restricted + Landlock (release, system libraries, granted paths) + no network (own user and network namespaces)"
+			out[p] = "applied by " + helper + ": restricted + Landlock (release, system libraries, granted paths) + no network (own user and network namespaces) + no Unix sockets or io_uring (seccomp) + no controlling terminal"
 		}
 	}
 	return out

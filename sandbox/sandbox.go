@@ -1,8 +1,9 @@
 // Package sandbox applies a task's enforcement profile to a command
 // before it runs: a small helper process (rukh-sandbox) started in the
 // command's place sets its resource limits and no_new_privs and, for
-// strict, enters a user and a network namespace of its own and a Landlock
-// domain, then execs the command itself. A profile that cannot be applied
+// strict, gives up its controlling terminal, enters a user and a network
+// namespace of its own and a Landlock domain, and installs a seccomp
+// filter (no Unix sockets, no io_uring), then execs the command itself. A profile that cannot be applied
 // is reported to the host, which refuses the call; a command never runs
 // weaker than its task declares.
 //
@@ -29,7 +30,8 @@ type Spec struct {
 	Rlimits []Rlimit
 	// Strict only: the paths the command may read (and execute) and
 	// read and write; everything else is denied. TCP bind and connect are
-	// denied too, and the command has a network namespace of its own.
+	// denied too, the command has a network namespace of its own, and it
+	// can create no Unix socket (seccomp).
 	ReadOnly  []string
 	ReadWrite []string
 	ReportFD  int  // the helper reports a failure here (0: on its stderr)

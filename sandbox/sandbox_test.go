@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -100,6 +101,63 @@ func probe(what string, args []string) string {
 			c.Close()
 		}
 		return res("", err)
+	case "unix":
+		c, err := net.Dial("unix", args[0])
+		if c != nil {
+			c.Close()
+		}
+		return res("", err)
+	case "socketpair":
+		// A fresh pair of the given type (stream, seqpacket, dgram).
+		typ := map[string]int{"stream": unix.SOCK_STREAM, "seqpacket": unix.SOCK_SEQPACKET, "dgram": unix.SOCK_DGRAM}[args[0]]
+		fds, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return res("", err)
+		}
+		defer unix.Close(fds[0])
+		defer unix.Close(fds[1])
+		if _, err := unix.Write(fds[0], []byte("hi")); err != nil {
+			return res("", err)
+		}
+		b := make([]byte, 8)
+		n, err := unix.Read(fds[1], b)
+		return res(string(b[:max(n, 0)]), err)
+	case "socket":
+		// socket(FAMILY, SOCK_STREAM or SOCK_DGRAM, 0)
+		var family, typ int
+		fmt.Sscan(args[0], &family)
+		fmt.Sscan(args[1], &typ)
+		fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return res("", err)
+	case "io_uring":
+		// io_uring_setup(1, &params); _enter and _register of no ring
+		// (EBADF, where they are allowed).
+		var params [120]byte // struct io_uring_params
+		var errs []string
+		for _, c := range []struct {
+			name string
+			nr   uintptr
+			args [3]uintptr
+		}{{"setup", unix.SYS_IO_URING_SETUP, [3]uintptr{1, uintptr(unsafe.Pointer(&params)), 0}},
+			{"enter", unix.SYS_IO_URING_ENTER, [3]uintptr{^uintptr(0), 0, 0}},
+			{"register", unix.SYS_IO_URING_REGISTER, [3]uintptr{^uintptr(0), 0, 0}}} {
+			r, _, errno := unix.Syscall6(c.nr, c.args[0], c.args[1], c.args[2], 0, 0, 0)
+			if errno == 0 && c.name == "setup" {
+				unix.Close(int(r))
+			}
+			errs = append(errs, c.name+" "+pick(errno == 0, "ok", fmt.Sprint(errno)))
+		}
+		return res(strings.Join(errs, ", "), nil)
+	case "x32":
+		// getpid through the x32 ABI (x86-64 only).
+		_, _, errno := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
+		if errno != 0 {
+			return res("", errno)
+		}
+		return res("", nil)
 	case "signal":
 		var pid int
 		fmt.Sscan(args[0], &pid)
@@ -353,7 +411,7 @@ func TestStrict(t *testing.T) {
 		// abstract sockets of theirs.
 		cases = append(cases,
 			struct{ what, arg, want string }{"signal", fmt.Sprint(os.Getpid()), "error: operation not permitted"},
-			struct{ what, arg, want string }{"abstract", abstract, "error: dial unix @" + abstract + ": connect: "})
+			struct{ what, arg, want string }{"abstract", abstract, "error: dial unix @" + abstract + ": "})
 	}
 	for _, tc := range cases {
 		out, rep, status := run(t, spec, tc.what, tc.arg)
@@ -366,6 +424,114 @@ func TestStrict(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ro/new.txt")); err == nil {
 		t.Error("a read-only grant was written")
+	}
+}
+
+// A strict command can create no Unix socket (Landlock, up to ABI 7 at
+// least, does not control connecting to one by its path, so any on the
+// file system would be reachable: the session bus, docker.sock, agents)
+// and cannot use io_uring (which creates sockets itself); it still has
+// socket pairs that are born connected, and everything else. Under
+// restricted the same socket is reachable: the filter is strict's.
+func TestStrictSockets(t *testing.T) {
+	needStrict(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if out, rep, status := run(t, sandbox.Spec{Profile: sandbox.Restricted}, "unix", sock); status != 0 || rep != "" || out != "ok: " {
+		t.Fatalf("restricted: exit %d, report %q, out %q; want the socket reachable", status, rep, out)
+	}
+	denied := "error: dial unix " + sock + ": socket: permission denied"
+	for _, tc := range []struct {
+		name string
+		spec sandbox.Spec
+		what string
+		args []string
+		want string
+	}{
+		{"socket not granted", strictSpec(t, nil, nil), "unix", []string{sock}, denied},
+		// Not even in a directory granted read-write.
+		{"socket granted", strictSpec(t, nil, []string{dir}), "unix", []string{sock}, denied},
+		{"datagram socket", strictSpec(t, nil, nil), "socket", []string{"1", fmt.Sprint(unix.SOCK_DGRAM)}, "error: permission denied"},
+		{"vsock", strictSpec(t, nil, nil), "socket", []string{fmt.Sprint(unix.AF_VSOCK), fmt.Sprint(unix.SOCK_STREAM)}, "error: permission denied"},
+		// A datagram pair could sendto(2) or connect(2) any datagram
+		// socket by its path; stream and seqpacket pairs cannot.
+		{"socketpair dgram", strictSpec(t, nil, nil), "socketpair", []string{"dgram"}, "error: permission denied"},
+		{"socketpair stream", strictSpec(t, nil, nil), "socketpair", []string{"stream"}, "ok: hi"},
+		{"socketpair seqpacket", strictSpec(t, nil, nil), "socketpair", []string{"seqpacket"}, "ok: hi"},
+		{"io_uring", strictSpec(t, nil, nil), "io_uring", nil,
+			"ok: setup operation not permitted, enter operation not permitted, register operation not permitted"},
+		// Other families are the network namespace's: created, going nowhere.
+		{"tcp socket", strictSpec(t, nil, nil), "socket", []string{fmt.Sprint(unix.AF_INET), fmt.Sprint(unix.SOCK_STREAM)}, "ok: "},
+		{"netlink", strictSpec(t, nil, nil), "interfaces", nil, "ok: lo"},
+		{"exec", strictSpec(t, nil, nil), "exec", []string{"/bin/sh", "-c", "echo fine"}, "ok: fine"},
+	} {
+		out, rep, status := run(t, tc.spec, tc.what, tc.args...)
+		if status != 0 || rep != "" || out != tc.want {
+			t.Errorf("%s: exit %d, report %q, out %q; want %q", tc.name, status, rep, out, tc.want)
+		}
+	}
+	if runtime.GOARCH == "amd64" {
+		// x32 calls fail as on a kernel without x32, and nothing dies.
+		out, rep, status := run(t, strictSpec(t, nil, nil), "x32")
+		if status != 0 || rep != "" || out != "error: function not implemented" {
+			t.Errorf("x32: exit %d, report %q, out %q", status, rep, out)
+		}
+	}
+}
+
+// A strict command that makes an i386 system call (int 0x80, where
+// socketcall would reach socket(2) by another number) is killed: the
+// filter knows the x86-64 calls only.
+func TestStrictKillsOtherArchitectures(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("an i386 call from x86-64 only")
+	}
+	needStrict(t)
+	dir := t.TempDir()
+	src, prog := filepath.Join(dir, "i386.c"), filepath.Join(dir, "i386")
+	// getpid by int 0x80 (i386's 20), then exit_group(0) by syscall.
+	os.WriteFile(src, []byte(`void _start(void)
+{
+	long r;
+	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory");
+	__asm__ volatile("syscall" : : "a"(231L), "D"(0L) : "rcx", "r11", "memory");
+	for (;;)
+		;
+}
+`), 0o644)
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if out, err := exec.Command(cc, "-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-pie", "-no-pie", "-o", prog, src).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cc, err, out)
+	}
+	exitOf := func(spec sandbox.Spec) (*os.ProcessState, string) {
+		cmd := exec.Command(helper)
+		cmd.Args = spec.Args(helper, []string{prog, "i386"})
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState, string(out)
+	}
+	if ps, out := exitOf(sandbox.Spec{Profile: sandbox.Restricted}); !ps.Success() {
+		t.Skipf("no i386 system calls here (%v %q)", ps, out)
+	}
+	ps, out := exitOf(strictSpec(t, []string{dir}, nil))
+	if ws, ok := ps.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
+		t.Errorf("strict: %v %q; want killed by SIGSYS", ps, out)
 	}
 }
 

@@ -140,6 +140,30 @@ func TestConfinement(t *testing.T) {
 			c.Close()
 		}
 	}()
+	// A Unix socket in a directory no task grants (the session bus,
+	// docker.sock or an agent's socket, say): Landlock does not control
+	// connecting to one by its path, the seccomp filter keeps a strict
+	// command from creating any.
+	udir, err := os.MkdirTemp("", "rukh-unix-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(udir)
+	usock := filepath.Join(udir, "s.sock")
+	ul, err := net.Listen("unix", usock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	go func() {
+		for {
+			c, err := ul.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	for _, enf := range []string{"host", "restricted", "strict"} {
 		t.Run(enf, func(t *testing.T) {
 			c := newConfined(t, enf)
@@ -154,6 +178,7 @@ func TestConfinement(t *testing.T) {
 				{"shadow", []string{"probe", "read", "/etc/shadow"}, pick(strict, "error: open /etc/shadow: permission denied", "ok: "), 0},
 				{"ssh key", []string{"probe", "read", filepath.Join(c.srv, "user/.ssh/id_ed25519")}, pick(strict, "error: open "+filepath.Join(c.srv, "user/.ssh/id_ed25519")+": permission denied", "ok: KEY"), 0},
 				{"tcp to 127.0.0.1", []string{"probe", "tcp", ln.Addr().String()}, pick(strict, "error: dial tcp "+ln.Addr().String()+": connect: permission denied", "ok: "), 0},
+				{"unix socket", []string{"probe", "unix", usock}, pick(strict, "error: dial unix "+usock+": socket: permission denied", "ok: "), 0},
 				{"write outside", []string{"probe", "write", outside}, pick(strict, "error: open "+outside+": permission denied", "ok: "), 0},
 				{"private tmpdir", []string{"probe", "tmpdir"}, pick(enf == "host", "ok: ", "ok: "+os.TempDir()+"/rukh-"), 0},
 				{"granted path", []string{"read", filepath.Join(c.srv, "public/a.txt")}, "ok: public a", 0},
@@ -387,9 +412,11 @@ func TestInsecureDataDir(t *testing.T) {
 	}
 }
 
-// A strict command cannot use rukhd to get out: the daemon refuses a peer
-// in another user namespace, though its uid looks like the owner's. (A
-// host command may talk to it: it has the user's rights anyway.)
+// A strict command cannot use rukhd to get out: it cannot create a Unix
+// socket to reach the daemon's (the helper's seccomp filter), and the
+// daemon would refuse a peer in another user namespace anyway, though its
+// uid looks like the owner's. (A host command may talk to it: it has the
+// user's rights anyway.)
 func TestStrictCannotReachDaemon(t *testing.T) {
 	c := newConfined(t, "strict")
 	rukhd := filepath.Join(c.dir, "bin", "rukhd")
@@ -403,14 +430,33 @@ func TestStrictCannotReachDaemon(t *testing.T) {
 	}
 	defer func() { d.Process.Signal(syscall.SIGTERM); d.Wait() }()
 	sock := filepath.Join(c.home, "run", "rukhd.sock")
+	up := false
 	for range 1500 { // a hang guard: 15 s
 		if _, _, status := c.run(t, "daemon", "status"); status == 0 {
+			up = true
 			break
 		}
 		sleep10ms()
 	}
+	if !up {
+		t.Fatal("rukhd never answered `rukh daemon status`")
+	}
 	out, stderr, status := c.run(t, "probe", "daemon", sock)
-	if status != 0 || out != "error: bad_request: this daemon serves its own user namespace only" {
-		t.Errorf("exit %d, stdout %q, stderr %q; want the daemon's refusal", status, out, stderr)
+	if status != 0 || out != "error: dial unix "+sock+": socket: permission denied" || strings.Contains(out, "answered") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the daemon out of reach", status, out, stderr)
+	}
+	// The daemon's own check, should a peer in another user namespace
+	// reach its socket: a client in one of its own is refused.
+	cl := exec.Command(c.rukh, "daemon", "status")
+	cl.Env = c.env
+	cl.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}}
+	b, err := cl.CombinedOutput()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		t.Skipf("no user namespace for the client: %v", err)
+	}
+	if err == nil || !strings.Contains(string(b), "this daemon serves its own user namespace only") {
+		t.Errorf("a client in another user namespace: %v %q; want the daemon's refusal", err, b)
 	}
 }

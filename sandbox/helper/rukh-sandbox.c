@@ -17,9 +17,11 @@
  *
  * restricted: the rlimits and no_new_privs. strict: also no controlling
  * terminal, a user namespace
- * (the caller mapped to itself) and a network namespace of its own, and a
+ * (the caller mapped to itself) and a network namespace of its own, a
  * Landlock domain (ABI 4: the paths above only, TCP bind and connect
- * denied; with ABI 6, signals and abstract sockets scoped to the domain).
+ * denied; with ABI 6, signals and abstract sockets scoped to the domain),
+ * and a seccomp filter: no Unix (or vsock) sockets, which Landlock does
+ * not keep from connecting by path, and no io_uring (syscall_filter).
  * Anything that cannot be applied is reported with "enforcement
  * unavailable" and nothing runs: never weaker than asked.
  *
@@ -29,6 +31,9 @@
  */
 #include <asm/ioctls.h>
 #include <asm/unistd.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/types.h>
 
 typedef unsigned long size_t;
@@ -132,6 +137,24 @@ void *memcpy(void *d, const void *s, size_t n)
 #define PR_SET_PDEATHSIG_ 1
 #define PR_GET_PDEATHSIG_ 2
 #define PR_SET_NO_NEW_PRIVS_ 38
+
+#define EPERM_ 1
+#define EACCES_ 13
+#define ENOSYS_ 38
+#define AF_UNIX_ 1
+#define AF_VSOCK_ 40
+#define SOCK_TYPE_MASK_ 0xf
+#define SOCK_STREAM_ 1
+#define SOCK_SEQPACKET_ 5
+/* Older headers lack these (4.14 and 5.1). */
+#ifndef SECCOMP_RET_KILL_PROCESS
+#define SECCOMP_RET_KILL_PROCESS 0x80000000U
+#endif
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#define __NR_io_uring_enter 426
+#define __NR_io_uring_register 427
+#endif
 
 #define LL_CREATE_RULESET_VERSION (1U << 0)
 #define LL_RULE_PATH_BENEATH 1
@@ -523,6 +546,95 @@ static void landlock(const struct spec *s)
 	sys1(__NR_close, rs);
 }
 
+/* ---- the system call filter (strict) ---- */
+
+#if defined(__x86_64__)
+#define SECCOMP_ARCH AUDIT_ARCH_X86_64
+#define X32_SYSCALL_BIT_ 0x40000000U
+#elif defined(__aarch64__) && defined(__AARCH64EL__)
+#define SECCOMP_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "rukh-sandbox: little-endian x86-64 or arm64 only (the filter's arch and argument offsets)"
+#endif
+
+/* The low 32 bits of argument n (little-endian): socket(2)'s family and
+ * type are ints, and the kernel ignores the upper half. */
+#define ARG_LO(n) ((__u32)(__builtin_offsetof(struct seccomp_data, args) + 8 * (n)))
+
+#define STMT(code, k) {(__u16)(code), 0, 0, (__u32)(k)}
+#define LOAD(off) STMT(BPF_LD | BPF_W | BPF_ABS, off)
+#define RET(v) STMT(BPF_RET | BPF_K, v)
+#define DENY(err) RET(SECCOMP_RET_ERRNO | ((err) & SECCOMP_RET_DATA))
+/* If A == k (JEQ) or A >= k (JGE, unsigned), skip the next jt
+ * instructions, else the next jf. */
+#define JEQ(k, jt, jf) {(__u16)(BPF_JMP | BPF_JEQ | BPF_K), (__u8)(jt), (__u8)(jf), (__u32)(k)}
+#define JGE(k, jt, jf) {(__u16)(BPF_JMP | BPF_JGE | BPF_K), (__u8)(jt), (__u8)(jf), (__u32)(k)}
+
+/* syscall_filter closes what Landlock (ABI 7 and before) and the network
+ * namespace leave open to a strict command:
+ *
+ *   - socket(AF_UNIX): Landlock does not control connect(2) or sendto(2)
+ *     to a path-named Unix socket, so any socket on the file system
+ *     would be reachable (the session bus and through it systemd --user,
+ *     docker.sock, ssh and gpg agents, rukhd): EACCES.
+ *   - socket(AF_VSOCK): vsock is not in the network namespace; in a
+ *     virtual machine it reaches the hypervisor's host: EACCES.
+ *   - socketpair(AF_UNIX, SOCK_DGRAM): a datagram socket can connect(2)
+ *     or sendto(2) any datagram socket by path, even from a pair: EACCES.
+ *     Stream and seqpacket pairs are allowed: they are born connected to
+ *     each other and the kernel refuses to connect them anywhere else
+ *     (EISCONN; an address given to sendmsg is refused or ignored), as it
+ *     does for the channel on descriptor 3, which is such a pair.
+ *   - io_uring_setup, _enter, _register: io_uring creates and connects
+ *     sockets itself (IORING_OP_SOCKET), out of reach of this filter:
+ *     EPERM, as where the kernel has io_uring disabled.
+ *
+ * Everything else is allowed. A call of another architecture (i386 by
+ * int 0x80 on x86-64, AArch32 on arm64: other numbers, socketcall among
+ * them, that this filter does not know) kills the process; on x86-64, x32 system calls (which alias the 64-bit
+ * ones) fail with ENOSYS, as on a kernel without x32. */
+static void syscall_filter(void)
+{
+	struct sock_filter f[] = {
+		LOAD(__builtin_offsetof(struct seccomp_data, arch)),
+		JEQ(SECCOMP_ARCH, 1, 0),
+		RET(SECCOMP_RET_KILL_PROCESS),
+		LOAD(__builtin_offsetof(struct seccomp_data, nr)),
+#ifdef X32_SYSCALL_BIT_
+		JGE(X32_SYSCALL_BIT_, 0, 1),
+		DENY(ENOSYS_),
+#endif
+		/* socket(family, type, protocol) */
+		JEQ(__NR_socket, 0, 6),
+		LOAD(ARG_LO(0)),
+		JEQ(AF_UNIX_, 0, 1),
+		DENY(EACCES_),
+		JEQ(AF_VSOCK_, 0, 1),
+		DENY(EACCES_),
+		RET(SECCOMP_RET_ALLOW),
+		/* socketpair(family, type, protocol, sv) */
+		JEQ(__NR_socketpair, 0, 8),
+		LOAD(ARG_LO(0)),
+		JEQ(AF_UNIX_, 0, 5),
+		LOAD(ARG_LO(1)),
+		STMT(BPF_ALU | BPF_AND | BPF_K, SOCK_TYPE_MASK_),
+		JEQ(SOCK_STREAM_, 2, 0),
+		JEQ(SOCK_SEQPACKET_, 1, 0),
+		DENY(EACCES_),
+		RET(SECCOMP_RET_ALLOW),
+		/* io_uring */
+		JEQ(__NR_io_uring_setup, 2, 0),
+		JEQ(__NR_io_uring_enter, 1, 0),
+		JEQ(__NR_io_uring_register, 0, 1),
+		DENY(EPERM_),
+		RET(SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
+	long r = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	if (r < 0)
+		fail_sys("seccomp", r);
+}
+
 __attribute__((noreturn, used)) void helper_main(long *sp)
 {
 	char **argv = (char **)(sp + 1);
@@ -538,8 +650,10 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	r = sys5(__NR_prctl, PR_SET_NO_NEW_PRIVS_, 1, 0, 0, 0);
 	if (r < 0)
 		fail_sys("no_new_privs", r);
-	if (s.strict)
+	if (s.strict) {
 		landlock(&s);
+		syscall_filter();
+	}
 	/* The limits last: the helper's own steps above need descriptors. */
 	for (int i = 0; i < s.nrlimits; i++) {
 		struct rlimit64_ lim = {s.rlimits[i].max, s.rlimits[i].max};

@@ -38,6 +38,14 @@ func main() {
 			if c != nil {
 				c.Close()
 			}
+		case "unix":
+			// Connect to a Unix socket by its path (strict: no Unix
+			// sockets at all, whatever the path).
+			var c net.Conn
+			c, err = net.DialTimeout("unix", arg, 2*time.Second)
+			if c != nil {
+				c.Close()
+			}
 		case "daemon":
 			// Talk to rukhd as a client would: it must refuse a confined
 			// command, which could otherwise have it run anything.
