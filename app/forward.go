@@ -10,8 +10,8 @@ import (
 	"syscall"
 
 	"github.com/rukh-cli/rukh/cli"
-	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"

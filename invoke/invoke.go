@@ -134,8 +134,8 @@ type Outcome struct {
 	// Attempt is what a refusal refused (action and resource of a
 	// denial, the approval an approval refusal asks for); a call that ran
 	// under an approval names it too. It is recorded with the outcome.
-	Attempt store.Attempt
-	Diagnostics  Diagnostics
+	Attempt     store.Attempt
+	Diagnostics Diagnostics
 }
 
 // Diagnostics counts child output that was drained rather than shown.

@@ -70,10 +70,10 @@ func outcomeName(out *Outcome) string {
 // pendingOutcome is an outcome saved aside: the arguments of the one
 // FinishInvocation that could not be committed.
 type pendingOutcome struct {
-	ID         string    `json:"id"`
-	Outcome    string    `json:"outcome"`
-	Reason     string    `json:"reason,omitempty"`
-	ExitStatus int       `json:"exitStatus"`
+	ID         string         `json:"id"`
+	Outcome    string         `json:"outcome"`
+	Reason     string         `json:"reason,omitempty"`
+	ExitStatus int            `json:"exitStatus"`
 	Detail     string         `json:"detail,omitempty"`
 	Effects    []store.Effect `json:"effects,omitempty"`
 	Attempt    store.Attempt  `json:"attempt"`

@@ -433,7 +433,7 @@ func TestDispatchDetachAndWait(t *testing.T) {
 			ID, Status, Outcome string
 			Terminal            bool
 		}
-		AllTerminal, TimedOut bool
+		AllTerminal, TimedOut               bool
 		Terminal, Pending, Stopped, Unknown []string
 	}
 	if err := json.Unmarshal(w, &wait); err != nil {

@@ -74,20 +74,20 @@ type Finish struct {
 func (inv *Invocation) Open() bool { return inv.Outcome == "" }
 
 type invocationRec struct {
-	ID         string `cbor:"1,keyasint"`
-	Identity   string `cbor:"2,keyasint"`
-	Digest     string `cbor:"3,keyasint"`
-	Revision   uint64 `cbor:"4,keyasint"`
-	Transport  string `cbor:"5,keyasint"`
-	Task       string `cbor:"6,keyasint"`
-	PID        int    `cbor:"7,keyasint"`
-	PIDStart   uint64 `cbor:"8,keyasint"`
-	StartedAt  int64  `cbor:"9,keyasint"`
-	FinishedAt int64  `cbor:"10,keyasint,omitempty"`
-	Outcome    string `cbor:"11,keyasint,omitempty"`
-	Reason     string `cbor:"12,keyasint,omitempty"`
-	ExitStatus int    `cbor:"13,keyasint,omitempty"`
-	Detail     string `cbor:"14,keyasint,omitempty"`
+	ID         string   `cbor:"1,keyasint"`
+	Identity   string   `cbor:"2,keyasint"`
+	Digest     string   `cbor:"3,keyasint"`
+	Revision   uint64   `cbor:"4,keyasint"`
+	Transport  string   `cbor:"5,keyasint"`
+	Task       string   `cbor:"6,keyasint"`
+	PID        int      `cbor:"7,keyasint"`
+	PIDStart   uint64   `cbor:"8,keyasint"`
+	StartedAt  int64    `cbor:"9,keyasint"`
+	FinishedAt int64    `cbor:"10,keyasint,omitempty"`
+	Outcome    string   `cbor:"11,keyasint,omitempty"`
+	Reason     string   `cbor:"12,keyasint,omitempty"`
+	ExitStatus int      `cbor:"13,keyasint,omitempty"`
+	Detail     string   `cbor:"14,keyasint,omitempty"`
 	Enforce    string   `cbor:"15,keyasint,omitempty"`
 	Effects    []Effect `cbor:"16,keyasint,omitempty"`
 	Attempt    *Attempt `cbor:"17,keyasint,omitempty"`
