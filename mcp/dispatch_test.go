@@ -511,3 +511,47 @@ func TestDispatchProgress(t *testing.T) {
 		t.Errorf("progress %q, want %q", got, want)
 	}
 }
+
+// TestDispatchApproval: an op of a command the task keeps for the owner's
+// approval is refused approval_required with the approval's id in its
+// envelope (the same one when repeated before the answer); once the owner
+// approved it, the same op runs once, and the next asks anew (ADR 0007).
+func TestDispatchApproval(t *testing.T) {
+	dir, a := dispatchHome(t)
+	testhome.Apply(t, a, strings.Replace(dispatchProfile,
+		`"agent":{"commands":["test.ops/*"],`, `"agent":{"requireApproval":["destructive"],"commands":["test.ops/*"],`, 1))
+	cs := connect(t, dir)
+	name := dispatchTool(t, cs).Name
+	op := `{"ops":[{"op":"test.ops/wipe","fingerprint":"` + fingerprint(t, cs, name, "test.ops/wipe") + `"}]}`
+	first := firstOp(t, cs, name, op)
+	id, _ := first["approvalId"].(string)
+	if first["ok"] != false || first["reason"] != "approval_required" || len(id) != 32 {
+		t.Fatalf("first op: %v", first)
+	}
+	if again := firstOp(t, cs, name, op); again["approvalId"] != id {
+		t.Errorf("the op repeated before the answer: %v, want approval %s", again, id)
+	}
+	if _, err := client.NewLocal(filepath.Join(dir, "data")).Approve(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if ran := firstOp(t, cs, name, op); ran["ok"] != true || ran["outcome"] != "succeeded" {
+		t.Errorf("the approved op: %v", ran)
+	}
+	if next := firstOp(t, cs, name, op); next["reason"] != "approval_required" || next["approvalId"] == id {
+		t.Errorf("the op after the approval was used: %v, want a new approval", next)
+	}
+	if got := records(t, a); fmt.Sprint(got) != "[test.ops/wipe rejected/approval_required test.ops/wipe rejected/approval_required test.ops/wipe succeeded/ test.ops/wipe rejected/approval_required]" {
+		t.Errorf("records %v", got)
+	}
+}
+
+// firstOp makes a dispatch call that must not fail as a whole and returns
+// its first op's result.
+func firstOp(t *testing.T, cs *sdk.ClientSession, name, args string) map[string]any {
+	t.Helper()
+	ans, isErr := dcall(t, cs, name, args)
+	if rs := results(t, ans); isErr || len(rs) == 0 {
+		t.Fatalf("%s: the call failed as a whole: %v", args, ans)
+	}
+	return results(t, ans)[0]
+}
