@@ -30,8 +30,9 @@ type admission struct {
 // grant is one path a call may use: its access named it, the task allowed
 // it, and strict enforcement opens exactly these to the command.
 type grant struct {
-	path  string
-	write bool
+	path   string
+	write  bool
+	action string // the access's action, for the record of a refusal
 }
 
 // pathResource normalizes a "path:" resource and returns the resources to
@@ -213,7 +214,7 @@ func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
 		case !allowed(ad.task.Allow, a.Action, "path:"+real):
 			return ad, denied(a.Action, "path:"+real, "task %q does not allow %s on %q: %s resolves to %s, which it does not allow", ad.taskName, a.Action, "path:"+clean, clean, real)
 		}
-		ad.grants = append(ad.grants, grant{path: real, write: !strings.HasSuffix(a.Action, ".read")})
+		ad.grants = append(ad.grants, grant{path: real, write: !strings.HasSuffix(a.Action, ".read"), action: a.Action})
 	}
 	ad.deadline = time.Duration(ad.task.DeadlineMs) * time.Millisecond
 	return ad, nil

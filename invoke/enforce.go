@@ -72,11 +72,13 @@ func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, gran
 	if e.profile == profile.EnforceStrict {
 		spec.ReadOnly = append([]string{releaseDir}, sandbox.SystemReadOnly...)
 		spec.ReadWrite = append([]string{tmp}, sandbox.SystemReadWrite...)
+		// The call's grants apart: they were resolved at admission, and
+		// the helper refuses one that leads through a symbolic link now.
 		for _, g := range grants {
 			if g.write {
-				spec.ReadWrite = append(spec.ReadWrite, g.path)
+				spec.GrantWrite = append(spec.GrantWrite, g.path)
 			} else {
-				spec.ReadOnly = append(spec.ReadOnly, g.path)
+				spec.GrantRead = append(spec.GrantRead, g.path)
 			}
 		}
 	}
@@ -135,6 +137,23 @@ func (e *enforcement) cleanup() {
 	}
 }
 
+// grantChanged refuses a strict call whose granted path leads through a
+// symbolic link when the helper opens it: admission resolved it, so the
+// tree changed under the call (or the link leads nowhere), and following
+// the link could open to the command what the task never allowed. It is a
+// denial of that access, and nothing ran.
+func grantChanged(identity string, grants []grant, path string) *Outcome {
+	action := ""
+	for _, g := range grants {
+		if g.path == path {
+			action = g.action
+			break
+		}
+	}
+	return denied(action, "path:"+path, "cannot run %s under strict: its granted path %s leads through a symbolic link now; "+
+		"it was resolved when the call was admitted, so the link was put there since, or leads nowhere; nothing was run", identity, path)
+}
+
 // startError classifies a failure to start the helper itself.
 func (e *enforcement) startError(identity string, err error) *Outcome {
 	return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: fmt.Sprintf("cannot start %s: %v", identity, err)}
@@ -156,7 +175,13 @@ func (c *Core) Enforceable() map[string]string {
 			out[p] = "NOT available: " + HelperName + " is not installed beside this program or on $PATH; calls of such tasks are refused"
 			continue
 		}
-		e := &enforcement{profile: p, helper: helper, spec: &sandbox.Spec{Profile: p, Probe: true, ReadOnly: sandbox.SystemReadOnly}}
+		spec := &sandbox.Spec{Profile: p, Probe: true}
+		if p == profile.EnforceStrict {
+			// A grant too ("/", which no symbolic link leads to), so that
+			// an openat2 the kernel lacks or a filter refuses shows here.
+			spec.ReadOnly, spec.GrantRead = sandbox.SystemReadOnly, []string{"/"}
+		}
+		e := &enforcement{profile: p, helper: helper, spec: spec}
 		// A probe: wrap makes the helper the whole command line.
 		ex := &exec.Cmd{SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 		w, err := e.wrap(ex)

@@ -2,13 +2,17 @@ package invoke_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // A restricted call that never starts its command (cancelled before it
@@ -72,4 +76,90 @@ func pipes(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// A strict call's granted path is opened to the command as admission
+// resolved it: when a directory on the way is swapped for a symbolic link
+// after admission, before the helper opens it (here by a wrapper that
+// swaps, then execs the helper), the call is denied with the path in its
+// record and nothing runs; the link's target is never opened. Without the
+// swap the same call runs.
+func TestStrictGrantSwappedForSymlink(t *testing.T) {
+	if abi, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1); errno != 0 || abi < 4 {
+		t.Skip("no Landlock ABI 4: strict is refused here")
+	}
+	home := t.TempDir()
+	rel := filepath.Join(home, "src")
+	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.grant","version":"1.0.0","publisher":"test",
+	  "commands":[{"id":"cat","path":["cat"],"summary":"s","inputs":[{"id":"dir","positional":0,"type":"string","required":true}],
+	    "execute":{"mapping":"managed","program":"bin/cat","result":{"kind":"text"}},
+	    "access":[{"action":"files.read","resource":"path:{dir}"}],"effects":{"class":"read"}}]}`, 0o644)
+	srv := filepath.Join(home, "srv")
+	grant := filepath.Join(srv, "public", "dir")
+	// The command proves it ran by reading the granted file into its result.
+	write(t, filepath.Join(rel, "bin", "cat"), "#!/bin/sh\n"+
+		`printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"%s"}}\n' "$RUKH_IPC_TOKEN" "$(cat '`+grant+`/a.txt')" >&3`+"\n", 0o755)
+	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
+	write(t, filepath.Join(srv, "public", "dir", "a.txt"), "public", 0o644)
+	write(t, filepath.Join(srv, "private", "a.txt"), "private", 0o644)
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
+		"tasks":{"owner":{"commands":["test.*/*"],"deadlineMs":10000,"maxConcurrent":1,"enforcement":"strict",
+		  "allow":[{"action":"files.read","resource":"path:` + srv + `/public/**"}]}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	helper := filepath.Join(home, "rukh-sandbox")
+	if err := sandbox.Build(helper); err != nil {
+		t.Fatal(err)
+	}
+	core := invoke.New(filepath.Join(home, "data"))
+	target, _, err := core.Resolve([]string{"cat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func() *invoke.Outcome {
+		t.Helper()
+		out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home,
+			CLIInputs: map[string][]string{"dir": {grant}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	core.Sandbox = helper
+	if out := call(); out.Outcome != invoke.Succeeded || out.Result == nil || !strings.Contains(fmt.Sprint(out.Result), "public") {
+		t.Fatalf("plain grant: %s/%s (%s) %v; want it read", out.Outcome, out.Reason, out.Message, out.Result)
+	}
+
+	swap := filepath.Join(home, "swap-then-helper")
+	write(t, swap, fmt.Sprintf("#!/bin/sh\nmv %q %q && ln -s %q %q || exit 1\nexec %q \"$@\"\n",
+		grant, grant+".old", filepath.Join(srv, "private"), grant, helper), 0o755)
+	core.Sandbox = swap
+	out := call()
+	if out.Outcome != invoke.Rejected || out.Reason != invoke.ReasonDenied ||
+		out.Attempt.Action != "files.read" || out.Attempt.Resource != "path:"+grant ||
+		!strings.Contains(out.Message, "leads through a symbolic link") || strings.Contains(fmt.Sprint(out.Result), "private") {
+		t.Errorf("swapped grant: %s/%s (%s) attempt %+v, result %v; want rejected/denied on path:%s", out.Outcome, out.Reason, out.Message, out.Attempt, out.Result, grant)
+	}
+}
+
+// rukh doctor's probe: each profile the helper can apply here is reported
+// applied (strict's probe includes a grant, opened as calls' are).
+func TestEnforceable(t *testing.T) {
+	helper := filepath.Join(t.TempDir(), "rukh-sandbox")
+	if err := sandbox.Build(helper); err != nil {
+		t.Fatal(err)
+	}
+	core := invoke.New(t.TempDir())
+	core.Sandbox = helper
+	got := core.Enforceable()
+	want := []string{"host", "restricted"}
+	if abi, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1); errno == 0 && abi >= 4 {
+		want = append(want, "strict")
+	}
+	for _, p := range want {
+		if !strings.HasPrefix(got[p], "applied") {
+			t.Errorf("%s: %q, want applied", p, got[p])
+		}
+	}
 }

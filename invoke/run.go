@@ -299,6 +299,9 @@ wait:
 	if msg := enf.failure(); msg != "" {
 		// The helper could not confine the command, or not exec it: the
 		// command never ran.
+		if path, ok := strings.CutPrefix(msg, sandbox.ErrGrantSymlink.Error()+": "); ok {
+			return grantChanged(cmd.Identity, ad.grants, path)
+		}
 		if strings.Contains(msg, sandbox.ErrUnavailable.Error()) {
 			return rejected(ReasonEnforcementUnavailable, "cannot apply enforcement %q to %s: %s; nothing was run", enf.profile, cmd.Identity, msg)
 		}

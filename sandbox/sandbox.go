@@ -34,8 +34,17 @@ type Spec struct {
 	// can create no Unix socket (seccomp).
 	ReadOnly  []string
 	ReadWrite []string
-	ReportFD  int  // the helper reports a failure here (0: on its stderr)
-	Probe     bool // only check that the profile can be applied
+	// Strict only: the paths this call was granted, read-only and
+	// read-write, which the host authorized resolved (no symbolic link on
+	// the way). The helper opens them following no symbolic link: one on
+	// the way when the command starts fails the call (ErrGrantSymlink)
+	// rather than grant the tree it leads to. ReadOnly and ReadWrite are
+	// the host's own choice (the system's paths, the release, TMPDIR) and
+	// may lead through symbolic links (/lib on merged-/usr systems).
+	GrantRead  []string
+	GrantWrite []string
+	ReportFD   int  // the helper reports a failure here (0: on its stderr)
+	Probe      bool // only check that the profile can be applied
 }
 
 // Rlimit is one resource limit.
@@ -60,6 +69,12 @@ func (s *Spec) Args(helper string, argv []string) []string {
 	for _, p := range s.ReadWrite {
 		args = append(args, "--rw", p)
 	}
+	for _, p := range s.GrantRead {
+		args = append(args, "--grant-ro", p)
+	}
+	for _, p := range s.GrantWrite {
+		args = append(args, "--grant-rw", p)
+	}
 	if s.Probe {
 		return append(args, "--probe")
 	}
@@ -83,3 +98,10 @@ var SystemReadWrite = []string{"/dev/null", "/dev/tty"}
 // ErrUnavailable wraps every reason a profile cannot be applied here; the
 // helper's reports of such reasons start with its text.
 var ErrUnavailable = errors.New("enforcement unavailable")
+
+// ErrGrantSymlink starts the helper's report of a granted path (GrantRead,
+// GrantWrite) that leads through a symbolic link when the command starts;
+// the path follows its text and ": ". The host resolved it when it
+// authorized the call, so the link was put there since (or leads
+// nowhere): nothing runs.
+var ErrGrantSymlink = errors.New("granted path leads through a symbolic link")

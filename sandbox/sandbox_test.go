@@ -322,10 +322,12 @@ func needStrict(t *testing.T) {
 func TestArgs(t *testing.T) {
 	s := sandbox.Spec{Profile: sandbox.Strict, ReportFD: 4,
 		Rlimits:  []sandbox.Rlimit{{Resource: unix.RLIMIT_NOFILE, Max: 64}, {Resource: unix.RLIMIT_AS, Max: 1 << 40}},
-		ReadOnly: []string{"/usr", "/a b"}, ReadWrite: []string{"/tmp/x\ny"}}
+		ReadOnly: []string{"/usr", "/a b"}, ReadWrite: []string{"/tmp/x\ny"},
+		GrantRead: []string{"/srv/r"}, GrantWrite: []string{"/srv/w", "/srv/w2"}}
 	got := s.Args("/h", []string{"/p", "p", "--", "-x"})
 	want := []string{"/h", "strict", "--report", "4", "--rlimit", "7", "64", "--rlimit", "9", "1099511627776",
-		"--ro", "/usr", "--ro", "/a b", "--rw", "/tmp/x\ny", "--", "/p", "p", "--", "-x"}
+		"--ro", "/usr", "--ro", "/a b", "--rw", "/tmp/x\ny", "--grant-ro", "/srv/r", "--grant-rw", "/srv/w", "--grant-rw", "/srv/w2",
+		"--", "/p", "p", "--", "-x"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Args:\n got %q\nwant %q", got, want)
 	}
@@ -424,6 +426,99 @@ func TestStrict(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ro/new.txt")); err == nil {
 		t.Error("a read-only grant was written")
+	}
+}
+
+// A granted path is opened following no symbolic link: the host resolved
+// it when it admitted the call, so a link on the way when the command
+// starts was swapped in since (by whoever can write a directory on the
+// way) and could lead anywhere. Such a call is refused and nothing runs;
+// the link's target is never opened to the command. A plain grant still
+// works, a missing one grants nothing, and the host's own paths
+// (ReadOnly, ReadWrite: /lib may be a link) still follow links.
+func TestStrictGrantSymlink(t *testing.T) {
+	needStrict(t)
+	dir := t.TempDir()
+	for name, content := range map[string]string{"ro/a.txt": "ro a", "rw/b.txt": "rw b", "secret/c.txt": "secret", "secret/d/e.txt": "secret e"} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(content), 0o644)
+	}
+	// Swapped in "after admission": the spec names paths through them.
+	for link, target := range map[string]string{"ro/link": "secret", "ro/file-link": "secret/c.txt", "link": "secret", "dangling": "secret/none",
+		"rw/link": "secret", "rel": "secret"} {
+		if filepath.Base(link) == "rel" {
+			target = "./" + target
+		} else {
+			target = filepath.Join(dir, target)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	const refused = "granted path leads through a symbolic link: "
+	for _, tc := range []struct {
+		name       string
+		read, rw   []string
+		what, arg  string
+		wantReport string
+	}{
+		{"a directory link", []string{p("link")}, nil, "read", p("link/c.txt"), refused + p("link")},
+		{"a link on the way", []string{p("link/d")}, nil, "read", p("link/d/e.txt"), refused + p("link/d")},
+		{"a relative link on the way", []string{p("rel/d/e.txt")}, nil, "read", p("rel/d/e.txt"), refused + p("rel/d/e.txt")},
+		{"a link deeper down", []string{p("ro/link/d")}, nil, "list", p("ro/link/d"), refused + p("ro/link/d")},
+		{"a file link", []string{p("ro/file-link")}, nil, "read", p("ro/file-link"), refused + p("ro/file-link")},
+		{"a dangling link", []string{p("dangling")}, nil, "read", p("secret/c.txt"), refused + p("dangling")},
+		{"a missing path under a link", []string{p("link/none")}, nil, "read", p("secret/c.txt"), refused + p("link/none")},
+		{"a write grant", nil, []string{p("rw/link")}, "write", p("rw/link/new.txt"), refused + p("rw/link")},
+		// Refused whichever grant it is, with plain ones beside it.
+		{"among plain grants", []string{p("ro")}, []string{p("rw"), p("link")}, "write", p("secret/new.txt"), refused + p("link")},
+	} {
+		spec := strictSpec(t, nil, nil)
+		spec.GrantRead, spec.GrantWrite = tc.read, tc.rw
+		out, rep, status := run(t, spec, tc.what, tc.arg)
+		if status != 1 || rep != tc.wantReport || out != "" {
+			t.Errorf("%s: exit %d, report %q, out %q; want exit 1, report %q and nothing run", tc.name, status, rep, out, tc.wantReport)
+		}
+	}
+	if _, err := os.Stat(p("secret/new.txt")); err == nil {
+		t.Error("a write through a refused link happened")
+	}
+
+	// Plain grants: read, list and write what they grant, and nothing else.
+	spec := strictSpec(t, nil, nil)
+	spec.GrantRead = []string{p("ro"), p("missing"), p("ro/a.txt/none")}
+	spec.GrantWrite = []string{p("rw")}
+	denied := func(p string) string { return "error: open " + p + ": permission denied" }
+	for _, tc := range []struct{ what, arg, want string }{
+		{"read", p("ro/a.txt"), "ok: ro a"},
+		{"list", p("ro"), "ok: true"},
+		{"read", p("rw/b.txt"), "ok: rw b"},
+		{"write", p("rw/new.txt"), "ok: "},
+		{"write", p("ro/new.txt"), denied(p("ro/new.txt"))},
+		{"read", p("secret/c.txt"), denied(p("secret/c.txt"))},
+		// A link inside a granted tree is followed by the command, and
+		// Landlock checks where it leads: not granted.
+		{"read", p("ro/link/c.txt"), denied(p("ro/link/c.txt"))},
+		{"read", p("ro/file-link"), denied(p("ro/file-link"))},
+		{"write", p("rw/link/new.txt"), denied(p("rw/link/new.txt"))},
+		// A granted path that is not there grants nothing.
+		{"read", p("missing"), "error: open " + p("missing") + ": no such file or directory"},
+	} {
+		out, rep, status := run(t, spec, tc.what, tc.arg)
+		if status != 0 || rep != "" || !strings.HasPrefix(out, tc.want) {
+			t.Errorf("plain grants: %s %s: exit %d, report %q, out %q; want %q", tc.what, tc.arg, status, rep, out, tc.want)
+		}
+	}
+	if _, err := os.Stat(p("secret/new.txt")); err == nil {
+		t.Error("a write through a link in a granted tree happened")
+	}
+
+	// The host's own paths still follow links.
+	spec = strictSpec(t, []string{p("link")}, nil)
+	if out, rep, status := run(t, spec, "read", p("secret/c.txt")); status != 0 || rep != "" || out != "ok: secret" {
+		t.Errorf("a system path through a link: exit %d, report %q, out %q; want it read", status, rep, out)
 	}
 }
 
@@ -589,6 +684,7 @@ func TestFailures(t *testing.T) {
 			"enforcement unavailable: setrlimit 40: invalid argument"},
 		{"unknown profile", sandbox.Spec{Profile: "host"}, nil, "bad spec: unknown profile host"},
 		{"paths outside strict", sandbox.Spec{Profile: sandbox.Restricted, ReadOnly: []string{"/usr"}}, nil, "bad spec: paths given to the profile /usr"},
+		{"grants outside strict", sandbox.Spec{Profile: sandbox.Restricted, GrantWrite: []string{"/srv"}}, nil, "bad spec: paths given to the profile /srv"},
 		{"bad rlimit", sandbox.Spec{Profile: sandbox.Restricted, Rlimits: []sandbox.Rlimit{{Resource: 99, Max: 1}}}, nil, "bad spec: bad --rlimit resource 99"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -609,7 +705,7 @@ func TestFailures(t *testing.T) {
 	if !strings.Contains(string(out), "started by rukh, not by hand") {
 		t.Errorf("by hand: %q", out)
 	}
-	for _, args := range [][]string{{"strict", "--rw"}, {"strict", "--", "/bin/true"}, {"restricted", "--report", "1", "--probe"}, {"restricted", "--bogus", "--probe"}, {"restricted", "--probe", "x"}} {
+	for _, args := range [][]string{{"strict", "--rw"}, {"strict", "--grant-ro"}, {"strict", "--grant-rw", "/x"}, {"strict", "--grant-r", "/x", "--probe"}, {"strict", "--", "/bin/true"}, {"restricted", "--report", "1", "--probe"}, {"restricted", "--bogus", "--probe"}, {"restricted", "--probe", "x"}} {
 		out, _ := exec.Command(helper, args...).CombinedOutput()
 		if !strings.HasPrefix(string(out), "rukh-sandbox: bad spec: ") {
 			t.Errorf("%q: %q", args, out)

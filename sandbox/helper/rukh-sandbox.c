@@ -13,6 +13,9 @@
  *   --rlimit RES MAX  set resource RES (RLIMIT_*) to MAX, soft and hard
  *   --ro PATH         strict: PATH may be read (and executed)
  *   --rw PATH         strict: PATH may be read and written
+ *   --grant-ro PATH   strict: as --ro, for a path the call was granted:
+ *   --grant-rw PATH   as --rw; PATH must lead through no symbolic link
+ *                     (grant_fd)
  *   --probe           apply everything, then exit 0 instead of exec
  *
  * restricted: the rlimits and no_new_privs. strict: also no controlling
@@ -139,8 +142,11 @@ void *memcpy(void *d, const void *s, size_t n)
 #define PR_SET_NO_NEW_PRIVS_ 38
 
 #define EPERM_ 1
+#define ENOENT_ 2
 #define EACCES_ 13
+#define ENOTDIR_ 20
 #define ENOSYS_ 38
+#define ELOOP_ 40
 #define AF_UNIX_ 1
 #define AF_VSOCK_ 40
 #define SOCK_TYPE_MASK_ 0xf
@@ -149,6 +155,9 @@ void *memcpy(void *d, const void *s, size_t n)
 /* Older headers lack these (4.14 and 5.1). */
 #ifndef SECCOMP_RET_KILL_PROCESS
 #define SECCOMP_RET_KILL_PROCESS 0x80000000U
+#endif
+#ifndef __NR_openat2 /* 5.6 */
+#define __NR_openat2 437
 #endif
 #ifndef __NR_io_uring_setup
 #define __NR_io_uring_setup 425
@@ -189,6 +198,12 @@ struct ll_path_beneath_attr {
 	__u64 allowed_access;
 	__s32 parent_fd;
 } __attribute__((packed));
+
+/* struct open_how of linux/openat2.h (5.6), and its RESOLVE_NO_SYMLINKS. */
+struct open_how_ {
+	__u64 flags, mode, resolve;
+};
+#define RESOLVE_NO_SYMLINKS_ 0x04
 
 struct rlimit64_ {
 	__u64 cur, max;
@@ -336,7 +351,7 @@ struct spec {
 	int npaths;
 	struct {
 		const char *path;
-		int write;
+		int write, grant;
 	} paths[MAX_PATHS];
 	char **argv; /* PROGRAM ARGV0 ARGS..., or 0 when probing */
 };
@@ -380,12 +395,13 @@ static void parse(char **argv, struct spec *s)
 				bad_usage("bad --rlimit value", argv[2]);
 			s->rlimits[s->nrlimits++].max = v;
 			argv += 2;
-		} else if ((streq(opt, "--ro") || streq(opt, "--rw")) && argv[1]) {
+		} else if ((streq(opt, "--ro") || streq(opt, "--rw") || streq(opt, "--grant-ro") || streq(opt, "--grant-rw")) && argv[1]) {
 			if (!s->strict)
 				bad_usage("paths given to the profile", argv[1]);
 			if (s->npaths == MAX_PATHS)
 				bad_usage("too many paths", 0);
-			s->paths[s->npaths].write = opt[3] == 'w';
+			s->paths[s->npaths].grant = streq(opt, "--grant-ro") || streq(opt, "--grant-rw");
+			s->paths[s->npaths].write = streq(opt, "--rw") || streq(opt, "--grant-rw");
 			s->paths[s->npaths++].path = *++argv;
 		} else if (streq(opt, "--probe") && !argv[1]) {
 			s->probe = 1;
@@ -489,6 +505,37 @@ static void own_namespaces(void)
 			sys1(__NR_exit_group, 1);
 }
 
+/* grant_fd opens a path the call was granted for its Landlock rule, or
+ * returns -1 when it gets none. The host authorized it resolved, with no
+ * symbolic link on the way: one there now was put there since (whoever can
+ * write a directory on the way could point it at any other tree) or leads
+ * nowhere, and following it could grant what the host never authorized.
+ * openat2 with RESOLVE_NO_SYMLINKS refuses every link on the way, the last
+ * component's included (ELOOP), and the call is refused. A path that is
+ * not there (or that the caller cannot reach) gets no rule: it stays
+ * denied. Anything else, openat2 missing included (before 5.6, which has
+ * no Landlock ABI 4 either), cannot be applied. */
+static long grant_fd(const char *path)
+{
+	struct open_how_ how = {.flags = O_PATH_ | O_CLOEXEC_, .resolve = RESOLVE_NO_SYMLINKS_};
+	long fd = sys4(__NR_openat2, AT_FDCWD_, path, &how, sizeof how);
+	if (fd >= 0)
+		return fd;
+	if (fd == -ENOENT_ || fd == -ENOTDIR_ || fd == -EACCES_)
+		return -1;
+	if (fd == -ELOOP_) {
+		/* sandbox.ErrGrantSymlink's words, then the path. */
+		put("granted path leads through a symbolic link: ");
+		put(path);
+		die();
+	}
+	unavailable("landlock: openat2 ");
+	put(path);
+	put(": ");
+	put_err(fd);
+	die();
+}
+
 static void landlock(const struct spec *s)
 {
 	long abi = sys3(__NR_landlock_create_ruleset, 0, 0, LL_CREATE_RULESET_VERSION);
@@ -511,9 +558,12 @@ static void landlock(const struct spec *s)
 	if (rs < 0)
 		fail_sys("landlock_create_ruleset", rs);
 	for (int i = 0; i < s->npaths; i++) {
-		/* A path that is not there (or cannot be opened) gets no rule:
-		 * it stays denied. */
-		long fd = sys4(__NR_openat, AT_FDCWD_, s->paths[i].path, O_PATH_ | O_CLOEXEC_, 0);
+		/* A system path (the release, the private TMPDIR: what the host
+		 * chose, not the call) may lead through symbolic links, /lib
+		 * on merged-/usr systems does; one that is not there (or cannot
+		 * be opened) gets no rule: it stays denied. */
+		long fd = s->paths[i].grant ? grant_fd(s->paths[i].path)
+					    : sys4(__NR_openat, AT_FDCWD_, s->paths[i].path, O_PATH_ | O_CLOEXEC_, 0);
 		if (fd < 0)
 			continue;
 		struct statx_ st;
