@@ -57,6 +57,19 @@ step rukh profile history
 go build -o "$RUKH_HOME/mcpdemo" ./tests/mcpdemo
 step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent","times":2}'
 
+# The owner can present the same commands as one dispatch tool (the agent
+# reads the catalog on demand and names commands as ops), and keep
+# destructive commands for a person's approval at a terminal.
+step rukh profile apply -f examples/profile-dispatch.json
+step rukh tools
+step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent","times":1}'
+printf '\n\033[1m$ rukh deploy rollback api --env stage\033[0m   (kept for approval, exit status 77)\n'
+if rukh deploy rollback api --env stage; then
+	echo "the destructive command ran without approval" >&2
+	exit 1
+fi
+step rukh approve --list
+
 # The same commands with the daemon: rukhd keeps the store open and the
 # projection warm; rukh forwards each command line to it with this
 # terminal, and rukh mcp sends its calls there. Same output, faster start.

@@ -1,7 +1,8 @@
 // Command mcpdemo is a minimal MCP client for `make demo`: it starts
 // `rukh mcp` as a subprocess over stdio (the official go-sdk client,
 // protocol 2026-07-28), lists every tool page and calls one tool, printing
-// what an agent sees.
+// what an agent sees. Under the dispatch projection (one tool, named
+// request__…) it asks for help, then runs the command as one op.
 //
 //	go run ./tests/mcpdemo RUKH_BINARY TOOL_IDENTITY ARGUMENTS_JSON
 package main
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,7 +40,7 @@ func run(rukh, identity, args string) error {
 		return err
 	}
 	defer cs.Close()
-	var name string
+	var name, dispatch string
 	cursor := ""
 	for {
 		res, err := cs.ListTools(ctx, &sdk.ListToolsParams{Cursor: cursor})
@@ -52,11 +54,17 @@ func run(rukh, identity, args string) error {
 			if len(t.Name) > len(identity) && t.Title != "" && name == "" && matches(t, identity) {
 				name = t.Name
 			}
+			if strings.HasPrefix(t.Name, "request__") {
+				dispatch = t.Name
+			}
 		}
 		if res.NextCursor == "" {
 			break
 		}
 		cursor = res.NextCursor
+	}
+	if name == "" && dispatch != "" {
+		return callOps(ctx, cs, dispatch, identity, args)
 	}
 	if name == "" {
 		return fmt.Errorf("no tool for %s is listed", identity)
@@ -65,13 +73,27 @@ func run(rukh, identity, args string) error {
 	if err := json.Unmarshal([]byte(args), &arguments); err != nil {
 		return err
 	}
+	return call(ctx, cs, name, arguments)
+}
+
+func call(ctx context.Context, cs *sdk.ClientSession, name string, arguments any) error {
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: arguments})
 	if err != nil {
 		return err
 	}
 	out, _ := json.MarshalIndent(res, "", "  ")
-	fmt.Printf("\ntools/call %s %s\n%s\n", name, args, out)
+	in, _ := json.Marshal(arguments)
+	fmt.Printf("\ntools/call %s %s\n%s\n", name, in, out)
 	return nil
+}
+
+// callOps drives the dispatch tool: the catalog, then the command as an
+// op (a read command needs no fingerprint).
+func callOps(ctx context.Context, cs *sdk.ClientSession, dispatch, identity, args string) error {
+	if err := call(ctx, cs, dispatch, map[string]any{"help": true}); err != nil {
+		return err
+	}
+	return call(ctx, cs, dispatch, json.RawMessage(`{"ops":[{"op":"`+identity+`","args":`+args+`}]}`))
 }
 
 // matches reports whether t is the tool of identity: tool names begin
