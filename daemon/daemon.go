@@ -220,9 +220,11 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		return
 	}
 	if !sameUserNamespace(pid) {
-		// A strict command runs in a user namespace of its own that maps
-		// the user to itself: its uid looks like the owner's, but it must
-		// never reach the daemon, which would run anything for it.
+		// A process in another user namespace that maps the user to
+		// itself (a container, another tool's sandbox) has a uid that
+		// looks like the owner's, but it must never reach the daemon,
+		// which would run anything for it. (A strict command can create
+		// no socket at all.)
 		s.Logger.Warn("refused a connection from another user namespace (a confined command?)", "pid", pid)
 		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "this daemon serves its own user namespace only"))
 		return

@@ -29,8 +29,9 @@ func BenchmarkInvoke(b *testing.B) {
 
 // BenchmarkEnforcement is the same invocation under each enforcement
 // profile: host (no helper), restricted (the rukh-sandbox helper: rlimits,
-// no_new_privs, private TMPDIR) and strict (+ Landlock, own user and
-// network namespaces). The differences are the spawn cost of each profile.
+// no_new_privs, private TMPDIR) and strict (+ Landlock, the seccomp
+// filter, no capabilities, no terminal). The differences are the spawn
+// cost of each profile.
 func BenchmarkEnforcement(b *testing.B) {
 	helper := filepath.Join(b.TempDir(), "rukh-sandbox")
 	if err := sandbox.Build(helper); err != nil {

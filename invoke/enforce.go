@@ -88,9 +88,9 @@ func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, gran
 
 // wrap makes ex start the helper, which applies the profile and execs the
 // command; the helper's report pipe is the descriptor after the channel.
-// The helper itself enters strict's user and network namespaces: the host
-// forks as for any command (a vfork, whatever the host's size), and a
-// kernel that refuses them is reported like any profile it cannot apply.
+// The host forks as for any command (a vfork, whatever the host's size),
+// and what the kernel refuses the helper is reported like any profile it
+// cannot apply.
 func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart *os.File, err error) {
 	if e.spec == nil {
 		return nil, nil
@@ -160,8 +160,9 @@ func (e *enforcement) startError(identity string, err error) *Outcome {
 }
 
 // Enforceable says, for each enforcement profile, whether this machine
-// applies it and how, or why not: the helper is started in probe mode
-// with the profile's namespaces and applies everything but the exec.
+// applies it and how, or why not: the helper is started in probe mode and
+// applies everything but the exec; for strict it then checks that its
+// filter refuses a TCP socket and allows a stream socket pair.
 func (c *Core) Enforceable() map[string]string {
 	out := map[string]string{
 		profile.EnforceHost: "applied: scrubbed environment, descriptors 0-2 and the channel only, own process group, dies with its host",
@@ -197,7 +198,7 @@ func (c *Core) Enforceable() map[string]string {
 		case profile.EnforceRestricted:
 			out[p] = "applied by " + helper + ": the task's rlimits, no_new_privs, a private TMPDIR"
 		default:
-			out[p] = "applied by " + helper + ": restricted + Landlock (release, system libraries, granted paths) + no network (own user and network namespaces) + no Unix sockets or io_uring (seccomp) + no controlling terminal"
+			out[p] = "applied by " + helper + ": restricted + Landlock (release, system libraries, granted paths; TCP bind/connect denied) + no network: no socket of any family, Unix stream pairs only, no io_uring or keyrings (seccomp) + no capabilities + no controlling terminal"
 		}
 	}
 	return out

@@ -44,7 +44,7 @@ const (
 	ReasonHostLost            = "host_lost"
 	ReasonStoreUnavailable    = "store_unavailable"
 	// The task's enforcement profile cannot be applied on this machine
-	// (no helper, no Landlock, no user namespaces): refused, never run
+	// (no helper, no Landlock ABI 4, no seccomp): refused, never run
 	// weaker.
 	ReasonEnforcementUnavailable = "enforcement_unavailable"
 	// The task keeps calls with this command's effects for the owner:

@@ -1,11 +1,11 @@
 // Package sandbox applies a task's enforcement profile to a command
 // before it runs: a small helper process (rukh-sandbox) started in the
 // command's place sets its resource limits and no_new_privs and, for
-// strict, gives up its controlling terminal, enters a user and a network
-// namespace of its own and a Landlock domain, and installs a seccomp
-// filter (no Unix sockets, no io_uring), then execs the command itself. A profile that cannot be applied
-// is reported to the host, which refuses the call; a command never runs
-// weaker than its task declares.
+// strict, gives up its controlling terminal and every capability, enters
+// a Landlock domain and installs a seccomp filter (no socket of any
+// family: no network; no io_uring, no keyrings), then execs the command
+// itself. A profile that cannot be applied is reported to the host, which
+// refuses the call; a command never runs weaker than its task declares.
 //
 // The helper is C without libc (helper/rukh-sandbox.c): it starts before
 // every restricted or strict call, and a Go program's start-up alone
@@ -29,9 +29,8 @@ type Spec struct {
 	Profile string
 	Rlimits []Rlimit
 	// Strict only: the paths the command may read (and execute) and
-	// read and write; everything else is denied. TCP bind and connect are
-	// denied too, the command has a network namespace of its own, and it
-	// can create no Unix socket (seccomp).
+	// read and write; everything else is denied. It can create no socket
+	// of any family (seccomp), and TCP bind and connect are denied too.
 	ReadOnly  []string
 	ReadWrite []string
 	// Strict only: the paths this call was granted, read-only and

@@ -86,13 +86,25 @@ func probe(what string, args []string) string {
 		}
 		return res("", err)
 	case "listen":
-		// Plain TCP: Go listens with MPTCP by default, which Landlock ABI 4
-		// does not cover (the network namespace keeps it inside).
+		// Plain TCP, or MPTCP (Go's default for listening), which Landlock
+		// ABI 4 does not cover: args[1] "mptcp".
 		var lc net.ListenConfig
-		lc.SetMultipathTCP(false)
+		lc.SetMultipathTCP(len(args) > 1 && args[1] == "mptcp")
 		l, err := lc.Listen(context.Background(), "tcp", args[0])
 		if l != nil {
 			l.Close()
+		}
+		return res("", err)
+	case "udp":
+		// A datagram to args[0].
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return res("", err)
+		}
+		defer c.Close()
+		addr, err := net.ResolveUDPAddr("udp", args[0])
+		if err == nil {
+			_, err = c.WriteTo([]byte("hi"), addr)
 		}
 		return res("", err)
 	case "abstract":
@@ -108,9 +120,15 @@ func probe(what string, args []string) string {
 		}
 		return res("", err)
 	case "socketpair":
-		// A fresh pair of the given type (stream, seqpacket, dgram).
-		typ := map[string]int{"stream": unix.SOCK_STREAM, "seqpacket": unix.SOCK_SEQPACKET, "dgram": unix.SOCK_DGRAM}[args[0]]
-		fds, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+		// A fresh pair of the given type (stream, seqpacket, dgram,
+		// stream-nonblock), of AF_UNIX or of the family args[1].
+		typ := map[string]int{"stream": unix.SOCK_STREAM, "seqpacket": unix.SOCK_SEQPACKET, "dgram": unix.SOCK_DGRAM,
+			"stream-nonblock": unix.SOCK_STREAM | unix.SOCK_NONBLOCK}[args[0]]
+		family := unix.AF_UNIX
+		if len(args) > 1 {
+			fmt.Sscan(args[1], &family)
+		}
+		fds, err := unix.Socketpair(family, typ|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return res("", err)
 		}
@@ -123,15 +141,76 @@ func probe(what string, args []string) string {
 		n, err := unix.Read(fds[1], b)
 		return res(string(b[:max(n, 0)]), err)
 	case "socket":
-		// socket(FAMILY, SOCK_STREAM or SOCK_DGRAM, 0)
-		var family, typ int
+		// socket(FAMILY, TYPE, PROTOCOL), the protocol 0 if not given.
+		var family, typ, proto int
 		fmt.Sscan(args[0], &family)
 		fmt.Sscan(args[1], &typ)
-		fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, 0)
+		if len(args) > 2 {
+			fmt.Sscan(args[2], &proto)
+		}
+		fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, proto)
 		if err == nil {
 			unix.Close(fd)
 		}
 		return res("", err)
+	case "pidfd_getfd":
+		// Take descriptor args[1] of process args[0].
+		var pid, fd int
+		fmt.Sscan(args[0], &pid)
+		fmt.Sscan(args[1], &fd)
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			return res("", err)
+		}
+		defer unix.Close(pidfd)
+		got, err := unix.PidfdGetfd(pidfd, fd, 0)
+		if err == nil {
+			unix.Close(got)
+		}
+		return res("", err)
+	case "keyrings":
+		// The user's keyring, and a key added to the process's own.
+		_, err1 := unix.KeyctlGetKeyringID(unix.KEY_SPEC_USER_KEYRING, false)
+		_, err2 := unix.AddKey("user", "rukh-sandbox-test", []byte("x"), unix.KEY_SPEC_PROCESS_KEYRING)
+		return res(fmt.Sprint(err1, ", ", err2), nil)
+	case "every socket":
+		// socket(2) of every family with every type: those not refused
+		// with EACCES.
+		var got []string
+		for _, fam := range []struct {
+			name   string
+			family int
+		}{{"unspec", unix.AF_UNSPEC}, {"unix", unix.AF_UNIX}, {"inet", unix.AF_INET}, {"inet6", unix.AF_INET6},
+			{"packet", unix.AF_PACKET}, {"netlink", unix.AF_NETLINK}, {"vsock", unix.AF_VSOCK}, {"alg", unix.AF_ALG},
+			{"key", unix.AF_KEY}, {"bluetooth", unix.AF_BLUETOOTH}, {"can", unix.AF_CAN}, {"tipc", unix.AF_TIPC},
+			{"rds", unix.AF_RDS}, {"xdp", unix.AF_XDP}, {"qipcrtr", unix.AF_QIPCRTR}, {"mctp", unix.AF_MCTP},
+			{"beyond AF_MAX", 99}, {"upper bits", 1<<32 | unix.AF_INET}} {
+			for _, typ := range []struct {
+				name       string
+				typ, proto int
+			}{{"stream", unix.SOCK_STREAM, 0}, {"dgram", unix.SOCK_DGRAM, 0}, {"raw", unix.SOCK_RAW, 0},
+				{"seqpacket", unix.SOCK_SEQPACKET, 0}, {"mptcp", unix.SOCK_STREAM, unix.IPPROTO_MPTCP}} {
+				fd, err := unix.Socket(fam.family, typ.typ|unix.SOCK_CLOEXEC, typ.proto)
+				if err == nil {
+					unix.Close(fd)
+					got = append(got, fam.name+" "+typ.name+" created")
+				} else if err != unix.EACCES {
+					got = append(got, fam.name+" "+typ.name+": "+err.Error())
+				}
+			}
+		}
+		return res(strings.Join(got, ", "), nil)
+	case "namespaces":
+		// The user and network namespaces, as /proc/self/ns names them.
+		var ns []string
+		for _, n := range []string{"user", "net"} {
+			l, err := os.Readlink("/proc/self/ns/" + n)
+			if err != nil {
+				return res("", err)
+			}
+			ns = append(ns, l)
+		}
+		return res(strings.Join(ns, " "), nil)
 	case "io_uring":
 		// io_uring_setup(1, &params); _enter and _register of no ring
 		// (EBADF, where they are allowed).
@@ -292,6 +371,27 @@ func run(t *testing.T, spec sandbox.Spec, what string, args ...string) (out, rep
 	return stdout.String(), string(rep), status
 }
 
+// hasCap says whether this process has capability c in its effective set.
+func hasCap(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	return unix.Capget(&hdr, &data[0]) == nil && data[c/32].Effective&(1<<(c%32)) != 0
+}
+
+// namespaces is the probe "namespaces" of this process.
+func namespaces(t *testing.T) string {
+	t.Helper()
+	var ns []string
+	for _, n := range []string{"user", "net"} {
+		l, err := os.Readlink("/proc/self/ns/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns = append(ns, l)
+	}
+	return strings.Join(ns, " ")
+}
+
 func strictSpec(t *testing.T, ro, rw []string) sandbox.Spec {
 	self, _ := os.Executable()
 	return sandbox.Spec{Profile: sandbox.Strict,
@@ -308,7 +408,7 @@ func landlockABI() int {
 }
 
 // needStrict skips where the kernel cannot give strict at all (the host
-// would refuse such calls): no Landlock ABI 4 or no user namespaces.
+// would refuse such calls): no Landlock ABI 4.
 func needStrict(t *testing.T) {
 	t.Helper()
 	if abi := landlockABI(); abi < 4 {
@@ -398,15 +498,29 @@ func TestStrict(t *testing.T) {
 		{"write", filepath.Join(dir, "rw/new.txt"), "ok: "},
 		{"write", "/dev/null", "ok: "},
 		{"exec", "/bin/true", "ok: "},
-		{"tcp", ln.Addr().String(), "error: dial tcp " + ln.Addr().String() + ": connect: "},
-		{"listen", "127.0.0.1:4242", "error: listen tcp 127.0.0.1:4242: bind: "},
-		{"interfaces", "", "ok: lo"}, // a network namespace of its own, loopback down
-		{"ids", "", fmt.Sprintf("ok: uid %d gid %d map %d %d 1", os.Getuid(), os.Getgid(), os.Getuid(), os.Getuid())},
+		// No network: no socket can be created (the seccomp filter).
+		{"tcp", ln.Addr().String(), "error: dial tcp " + ln.Addr().String() + ": socket: permission denied"},
+		{"listen", "127.0.0.1:4242", "error: listen tcp 127.0.0.1:4242: socket: permission denied"},
+		{"udp", ln.Addr().String(), "error: listen udp 127.0.0.1:0: socket: permission denied"},
+		// The caller's own namespaces: strict enters none, so it needs no
+		// unprivileged user namespaces.
+		{"namespaces", "", "ok: " + namespaces(t)},
+		// No capabilities, whoever the caller (this test may run as root):
+		// the user namespace used to leave none in the caller's.
+		{"status", "CapInh", "ok: CapInh: 0000000000000000"},
+		{"status", "CapPrm", "ok: CapPrm: 0000000000000000"},
+		{"status", "CapEff", "ok: CapEff: 0000000000000000"},
+		{"status", "CapAmb", "ok: CapAmb: 0000000000000000"},
+		{"keyrings", "", "ok: permission denied, permission denied"},
 		{"status", "NoNewPrivs", "ok: NoNewPrivs: 1"},
 		{"limit", "Max open files", "ok: Max open files 32 32 files"},
 		{"pdeathsig", "", "ok: 9"},
 		{"report fd", "", "error: bad file descriptor"},
 		{"env", "PATH", "ok: " + os.Getenv("PATH")},
+	}
+	if c, _ := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_SETPCAP, 0, 0, 0); c == 1 && hasCap(unix.CAP_SETPCAP) {
+		// A caller that can drop the bounding set has it dropped.
+		cases = append(cases, struct{ what, arg, want string }{"status", "CapBnd", "ok: CapBnd: 0000000000000000"})
 	}
 	if landlockABI() >= 6 {
 		// Scoped to its domain: no signals to processes outside it, no
@@ -417,7 +531,7 @@ func TestStrict(t *testing.T) {
 	}
 	for _, tc := range cases {
 		out, rep, status := run(t, spec, tc.what, tc.arg)
-		if status != 0 || rep != "" || !strings.HasPrefix(out, tc.want) || (tc.want == "ok: lo" && out != "ok: lo") {
+		if status != 0 || rep != "" || !strings.HasPrefix(out, tc.want) || (tc.what == "namespaces" && out != tc.want) {
 			t.Errorf("%s %s: exit %d, report %q, out %q; want %q", tc.what, tc.arg, status, rep, out, tc.want)
 		}
 	}
@@ -522,12 +636,14 @@ func TestStrictGrantSymlink(t *testing.T) {
 	}
 }
 
-// A strict command can create no Unix socket (Landlock, up to ABI 7 at
+// A strict command can create no socket of any family: that is its "no
+// network", and it covers Unix sockets too (Landlock, up to ABI 7 at
 // least, does not control connecting to one by its path, so any on the
-// file system would be reachable: the session bus, docker.sock, agents)
-// and cannot use io_uring (which creates sockets itself); it still has
-// socket pairs that are born connected, and everything else. Under
-// restricted the same socket is reachable: the filter is strict's.
+// file system would be reachable: the session bus, docker.sock, agents).
+// It cannot use io_uring (which creates sockets itself); it still has
+// Unix stream and seqpacket pairs, born connected (as its channel is),
+// and everything else. Under restricted the same socket is reachable: the
+// filter is strict's.
 func TestStrictSockets(t *testing.T) {
 	needStrict(t)
 	dir := t.TempDir()
@@ -560,24 +676,56 @@ func TestStrictSockets(t *testing.T) {
 		{"socket not granted", strictSpec(t, nil, nil), "unix", []string{sock}, denied},
 		// Not even in a directory granted read-write.
 		{"socket granted", strictSpec(t, nil, []string{dir}), "unix", []string{sock}, denied},
-		{"datagram socket", strictSpec(t, nil, nil), "socket", []string{"1", fmt.Sprint(unix.SOCK_DGRAM)}, "error: permission denied"},
-		{"vsock", strictSpec(t, nil, nil), "socket", []string{fmt.Sprint(unix.AF_VSOCK), fmt.Sprint(unix.SOCK_STREAM)}, "error: permission denied"},
 		// A datagram pair could sendto(2) or connect(2) any datagram
-		// socket by its path; stream and seqpacket pairs cannot.
+		// socket by its path; stream and seqpacket pairs cannot. No pair
+		// of another family.
 		{"socketpair dgram", strictSpec(t, nil, nil), "socketpair", []string{"dgram"}, "error: permission denied"},
 		{"socketpair stream", strictSpec(t, nil, nil), "socketpair", []string{"stream"}, "ok: hi"},
+		{"socketpair stream nonblocking", strictSpec(t, nil, nil), "socketpair", []string{"stream-nonblock"}, "ok: hi"},
 		{"socketpair seqpacket", strictSpec(t, nil, nil), "socketpair", []string{"seqpacket"}, "ok: hi"},
+		{"socketpair inet", strictSpec(t, nil, nil), "socketpair", []string{"stream", fmt.Sprint(unix.AF_INET)}, "error: permission denied"},
+		{"socketpair tipc", strictSpec(t, nil, nil), "socketpair", []string{"stream", fmt.Sprint(unix.AF_TIPC)}, "error: permission denied"},
 		{"io_uring", strictSpec(t, nil, nil), "io_uring", nil,
 			"ok: setup operation not permitted, enter operation not permitted, register operation not permitted"},
-		// Other families are the network namespace's: created, going nowhere.
-		{"tcp socket", strictSpec(t, nil, nil), "socket", []string{fmt.Sprint(unix.AF_INET), fmt.Sprint(unix.SOCK_STREAM)}, "ok: "},
-		{"netlink", strictSpec(t, nil, nil), "interfaces", nil, "ok: lo"},
+		{"netlink", strictSpec(t, nil, nil), "interfaces", nil, "error: route ip+net: netlinkrib: permission denied"},
+		{"mptcp listen", strictSpec(t, nil, nil), "listen", []string{"127.0.0.1:4242", "mptcp"}, "error: listen tcp 127.0.0.1:4242: socket: permission denied"},
 		{"exec", strictSpec(t, nil, nil), "exec", []string{"/bin/sh", "-c", "echo fine"}, "ok: fine"},
 	} {
 		out, rep, status := run(t, tc.spec, tc.what, tc.args...)
 		if status != 0 || rep != "" || out != tc.want {
 			t.Errorf("%s: exit %d, report %q, out %q; want %q", tc.name, status, rep, out, tc.want)
 		}
+	}
+	// Every family, every type: EACCES from the filter, before the kernel
+	// looks at either (no EAFNOSUPPORT, no EPERM for want of CAP_NET_RAW).
+	// Under restricted some of them are created: the probe tells.
+	if out, rep, status := run(t, sandbox.Spec{Profile: sandbox.Restricted}, "every socket"); status != 0 || rep != "" || !strings.Contains(out, "inet stream created") {
+		t.Errorf("restricted: every socket: exit %d, report %q, out %q; want some created", status, rep, out)
+	}
+	if out, rep, status := run(t, strictSpec(t, nil, nil), "every socket"); status != 0 || rep != "" || out != "ok: " {
+		t.Errorf("every socket: exit %d, report %q, out %q; want every one refused with permission denied", status, rep, out)
+	}
+	// Nor can it take a socket from another process: pidfd_getfd needs
+	// ptrace access, which Landlock refuses outside the command's domain.
+	// (Under restricted a caller with the rights takes it.)
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	tf, err := tl.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tf.Close()
+	pid, fd := fmt.Sprint(os.Getpid()), fmt.Sprint(tf.Fd())
+	if out, rep, status := run(t, sandbox.Spec{Profile: sandbox.Restricted}, "pidfd_getfd", pid, fd); status != 0 || rep != "" {
+		t.Errorf("restricted pidfd_getfd: exit %d, report %q, out %q", status, rep, out)
+	} else {
+		t.Logf("restricted pidfd_getfd: %s", out)
+	}
+	if out, rep, status := run(t, strictSpec(t, nil, nil), "pidfd_getfd", pid, fd); status != 0 || rep != "" || out != "error: operation not permitted" {
+		t.Errorf("pidfd_getfd: exit %d, report %q, out %q; want operation not permitted", status, rep, out)
 	}
 	if runtime.GOARCH == "amd64" {
 		// x32 calls fail as on a kernel without x32, and nothing dies.

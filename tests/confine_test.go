@@ -177,7 +177,8 @@ func TestConfinement(t *testing.T) {
 			}{
 				{"shadow", []string{"probe", "read", "/etc/shadow"}, pick(strict, "error: open /etc/shadow: permission denied", "ok: "), 0},
 				{"ssh key", []string{"probe", "read", filepath.Join(c.srv, "user/.ssh/id_ed25519")}, pick(strict, "error: open "+filepath.Join(c.srv, "user/.ssh/id_ed25519")+": permission denied", "ok: KEY"), 0},
-				{"tcp to 127.0.0.1", []string{"probe", "tcp", ln.Addr().String()}, pick(strict, "error: dial tcp "+ln.Addr().String()+": connect: permission denied", "ok: "), 0},
+				{"tcp to 127.0.0.1", []string{"probe", "tcp", ln.Addr().String()}, pick(strict, "error: dial tcp "+ln.Addr().String()+": socket: permission denied", "ok: "), 0},
+				{"udp to 127.0.0.1", []string{"probe", "udp", ln.Addr().String()}, pick(strict, "error: listen udp 127.0.0.1:0: socket: permission denied", "ok: "), 0},
 				{"unix socket", []string{"probe", "unix", usock}, pick(strict, "error: dial unix "+usock+": socket: permission denied", "ok: "), 0},
 				{"write outside", []string{"probe", "write", outside}, pick(strict, "error: open "+outside+": permission denied", "ok: "), 0},
 				{"private tmpdir", []string{"probe", "tmpdir"}, pick(enf == "host", "ok: ", "ok: "+os.TempDir()+"/rukh-"), 0},
@@ -412,11 +413,11 @@ func TestInsecureDataDir(t *testing.T) {
 	}
 }
 
-// A strict command cannot use rukhd to get out: it cannot create a Unix
-// socket to reach the daemon's (the helper's seccomp filter), and the
-// daemon would refuse a peer in another user namespace anyway, though its
-// uid looks like the owner's. (A host command may talk to it: it has the
-// user's rights anyway.)
+// A strict command cannot use rukhd to get out: it cannot create a
+// socket to reach the daemon's (the helper's seccomp filter). The daemon
+// also refuses a peer in another user namespace, whose uid may look like
+// the owner's (a container's, another sandbox's). (A host command may
+// talk to it: it has the user's rights anyway.)
 func TestStrictCannotReachDaemon(t *testing.T) {
 	c := newConfined(t, "strict")
 	rukhd := filepath.Join(c.dir, "bin", "rukhd")

@@ -19,12 +19,12 @@
  *   --probe           apply everything, then exit 0 instead of exec
  *
  * restricted: the rlimits and no_new_privs. strict: also no controlling
- * terminal, a user namespace
- * (the caller mapped to itself) and a network namespace of its own, a
- * Landlock domain (ABI 4: the paths above only, TCP bind and connect
- * denied; with ABI 6, signals and abstract sockets scoped to the domain),
- * and a seccomp filter: no Unix (or vsock) sockets, which Landlock does
- * not keep from connecting by path, and no io_uring (syscall_filter).
+ * terminal, a Landlock domain (ABI 4: the paths above only, TCP bind and
+ * connect denied; with ABI 6, signals and abstract sockets scoped to the
+ * domain), and a seccomp filter: no network, because no socket of any
+ * family can be created (only Unix stream and seqpacket pairs, born
+ * connected to each other), and no io_uring (syscall_filter). No
+ * namespace is entered: strict needs no unprivileged user namespaces.
  * Anything that cannot be applied is reported with "enforcement
  * unavailable" and nothing runs: never weaker than asked.
  *
@@ -122,7 +122,6 @@ void *memcpy(void *d, const void *s, size_t n)
  * not matter (linux/landlock.h before 6.7 lacks the network rights). */
 #define AT_FDCWD_ (-100)
 #define AT_EMPTY_PATH_ 0x1000
-#define O_WRONLY_ 01
 #define O_RDWR_ 02
 #define O_NOCTTY_ 0400
 #define O_NONBLOCK_ 04000
@@ -135,11 +134,13 @@ void *memcpy(void *d, const void *s, size_t n)
 #define STATX_TYPE_ 0x1U
 #define S_IFMT_ 0170000
 #define S_IFDIR_ 0040000
-#define CLONE_NEWUSER_ 0x10000000
-#define CLONE_NEWNET_ 0x40000000
-#define PR_SET_PDEATHSIG_ 1
-#define PR_GET_PDEATHSIG_ 2
 #define PR_SET_NO_NEW_PRIVS_ 38
+#define PR_CAPBSET_DROP_ 24
+#define PR_CAP_AMBIENT_ 47
+#define PR_CAP_AMBIENT_CLEAR_ALL_ 4
+#define CAP_SETPCAP_ 8
+#define LINUX_CAPABILITY_VERSION_3_ 0x20080522
+#define EINVAL_ 22
 
 #define EPERM_ 1
 #define ENOENT_ 2
@@ -148,10 +149,12 @@ void *memcpy(void *d, const void *s, size_t n)
 #define ENOSYS_ 38
 #define ELOOP_ 40
 #define AF_UNIX_ 1
-#define AF_VSOCK_ 40
-#define SOCK_TYPE_MASK_ 0xf
+#define AF_INET_ 2
 #define SOCK_STREAM_ 1
 #define SOCK_SEQPACKET_ 5
+/* SOCK_NONBLOCK and SOCK_CLOEXEC (O_NONBLOCK and O_CLOEXEC on x86-64 and
+ * arm64): the only flags socketpair(2) takes with its type. */
+#define SOCK_FLAGS_ (O_NONBLOCK_ | O_CLOEXEC_)
 /* Older headers lack these (4.14 and 5.1). */
 #ifndef SECCOMP_RET_KILL_PROCESS
 #define SECCOMP_RET_KILL_PROCESS 0x80000000U
@@ -418,38 +421,6 @@ static void parse(char **argv, struct spec *s)
 
 /* ---- applying it ---- */
 
-static void write_file(const char *path, const char *data, size_t n)
-{
-	long fd = sys4(__NR_openat, AT_FDCWD_, path, O_WRONLY_ | O_CLOEXEC_, 0);
-	if (fd < 0)
-		fail_sys(path, fd);
-	long w = sys3(__NR_write, fd, data, n);
-	sys1(__NR_close, fd);
-	if (w != (long)n)
-		fail_sys(path, w < 0 ? w : -5 /* EIO */);
-}
-
-/* id_map is "ID ID 1\n": the caller is itself inside, and nobody else is
- * anybody. */
-static size_t id_map(char *b, unsigned long id)
-{
-	char d[24];
-	int i = sizeof d, j;
-	size_t n = 0;
-	do
-		d[--i] = (char)('0' + id % 10);
-	while ((id /= 10) && i > 0);
-	for (j = 0; j < 2; j++) {
-		int k;
-		for (k = i; k < (int)sizeof d; k++)
-			b[n++] = d[k];
-		b[n++] = ' ';
-	}
-	b[n++] = '1';
-	b[n++] = '\n';
-	return n;
-}
-
 /* leave_terminal gives up the controlling terminal, if any: a command
  * started on its owner's terminal (rukh's CLI transport keeps the
  * terminal's session) could otherwise type on it with TIOCSTI, which the
@@ -473,36 +444,44 @@ static void leave_terminal(void)
 		fail_sys("give up the controlling terminal", r);
 }
 
-/* own_namespaces puts the helper (and so the command) in a user namespace
- * of its own that maps the caller to itself, and a network namespace with
- * only a loopback interface that is down: no network at all. */
-static void own_namespaces(void)
+/* drop_capabilities leaves the command no capability, in any set: a
+ * caller with some (root, or a rukh given file capabilities) must not
+ * pass them on, or a strict command could load a kernel module, type on
+ * any terminal (TIOCSTI), reboot, or use whatever else Landlock and the
+ * filter do not cover. The bounding set goes first, while CAP_SETPCAP
+ * (needed to drop it) is still there, if it is; then the ambient set, then
+ * the effective, permitted and inheritable ones. Without CAP_SETPCAP the
+ * bounding set stays, and no_new_privs keeps execve from granting any of
+ * it, to root's programs as to file capabilities: nothing more than the
+ * permitted set before the exec, which is empty. */
+static void drop_capabilities(void)
 {
-	char b[64];
-	int sig = 0;
-	long uid = sys6(__NR_getuid, 0, 0, 0, 0, 0, 0), gid = sys6(__NR_getgid, 0, 0, 0, 0, 0, 0);
-	long ppid = sys6(__NR_getppid, 0, 0, 0, 0, 0, 0);
-	long r = sys2(__NR_prctl, PR_GET_PDEATHSIG_, &sig);
+	struct {
+		__u32 version;
+		int pid;
+	} hdr = {LINUX_CAPABILITY_VERSION_3_, 0};
+	struct {
+		__u32 effective, permitted, inheritable;
+	} data[2];
+	long r = sys2(__NR_capget, &hdr, data);
 	if (r < 0)
-		fail_sys("prctl PR_GET_PDEATHSIG", r);
-	r = sys1(__NR_unshare, CLONE_NEWUSER_ | CLONE_NEWNET_);
-	if (r < 0)
-		fail_sys("unshare user and network namespaces (no unprivileged user namespaces?)", r);
-	write_file("/proc/self/setgroups", "deny", 4);
-	write_file("/proc/self/uid_map", b, id_map(b, (unsigned long)uid));
-	write_file("/proc/self/gid_map", b, id_map(b, (unsigned long)gid));
-	/* The parent-death signal the host set must outlive the new
-	 * credentials; if the host died meanwhile, so does the command. */
-	int now = 0;
-	sys2(__NR_prctl, PR_GET_PDEATHSIG_, &now);
-	if (now != sig) {
-		r = sys2(__NR_prctl, PR_SET_PDEATHSIG_, sig);
-		if (r < 0)
-			fail_sys("prctl PR_SET_PDEATHSIG", r);
+		fail_sys("capget", r);
+	if (data[0].effective & (1U << CAP_SETPCAP_)) {
+		for (long cap = 0; cap < 64; cap++) {
+			r = sys2(__NR_prctl, PR_CAPBSET_DROP_, cap);
+			if (r == -EINVAL_ && cap > CAP_SETPCAP_)
+				break; /* past the kernel's last capability */
+			if (r < 0)
+				fail_sys("drop the capability bounding set", r);
+		}
 	}
-	if (sys6(__NR_getppid, 0, 0, 0, 0, 0, 0) != ppid)
-		for (;;)
-			sys1(__NR_exit_group, 1);
+	r = sys5(__NR_prctl, PR_CAP_AMBIENT_, PR_CAP_AMBIENT_CLEAR_ALL_, 0, 0, 0);
+	if (r < 0)
+		fail_sys("clear the ambient capabilities", r);
+	memset(data, 0, sizeof data);
+	r = sys2(__NR_capset, &hdr, data);
+	if (r < 0)
+		fail_sys("drop capabilities", r);
 }
 
 /* grant_fd opens a path the call was granted for its Landlock rule, or
@@ -607,8 +586,8 @@ static void landlock(const struct spec *s)
 #error "rukh-sandbox: little-endian x86-64 or arm64 only (the filter's arch and argument offsets)"
 #endif
 
-/* The low 32 bits of argument n (little-endian): socket(2)'s family and
- * type are ints, and the kernel ignores the upper half. */
+/* The low 32 bits of argument n (little-endian): socketpair(2)'s family
+ * and type are ints, and the kernel ignores the upper half. */
 #define ARG_LO(n) ((__u32)(__builtin_offsetof(struct seccomp_data, args) + 8 * (n)))
 
 #define STMT(code, k) {(__u16)(code), 0, 0, (__u32)(k)}
@@ -620,29 +599,53 @@ static void landlock(const struct spec *s)
 #define JEQ(k, jt, jf) {(__u16)(BPF_JMP | BPF_JEQ | BPF_K), (__u8)(jt), (__u8)(jf), (__u32)(k)}
 #define JGE(k, jt, jf) {(__u16)(BPF_JMP | BPF_JGE | BPF_K), (__u8)(jt), (__u8)(jf), (__u32)(k)}
 
-/* syscall_filter closes what Landlock (ABI 7 and before) and the network
- * namespace leave open to a strict command:
+/* socketcall(2) multiplexes socket(2) and the rest behind one number on
+ * 32-bit ABIs (i386, AArch32), which the filter kills: the 64-bit ABIs
+ * this helper is built for have no such call. */
+#ifdef __NR_socketcall
+#error "rukh-sandbox: this ABI has socketcall, which the filter would have to refuse too"
+#endif
+
+/* syscall_filter gives a strict command no network, and closes what
+ * Landlock (ABI 7 and before) leaves open:
  *
- *   - socket(AF_UNIX): Landlock does not control connect(2) or sendto(2)
- *     to a path-named Unix socket, so any socket on the file system
- *     would be reachable (the session bus and through it systemd --user,
- *     docker.sock, ssh and gpg agents, rukhd): EACCES.
- *   - socket(AF_VSOCK): vsock is not in the network namespace; in a
- *     virtual machine it reaches the hypervisor's host: EACCES.
- *   - socketpair(AF_UNIX, SOCK_DGRAM): a datagram socket can connect(2)
- *     or sendto(2) any datagram socket by path, even from a pair: EACCES.
- *     Stream and seqpacket pairs are allowed: they are born connected to
- *     each other and the kernel refuses to connect them anywhere else
- *     (EISCONN; an address given to sendmsg is refused or ignored), as it
- *     does for the channel on descriptor 3, which is such a pair.
+ *   - socket(2), whatever the family (AF_INET, AF_INET6, AF_PACKET,
+ *     AF_NETLINK, AF_UNIX, AF_VSOCK, AF_ALG, any other): EACCES. The
+ *     command starts with descriptors 0-2 and its channel only, so a
+ *     socket it does not create it does not have. This is the "no
+ *     network": nothing to connect, bind, send or listen with. It also
+ *     covers what Landlock does not: connect(2) or sendto(2) to a Unix
+ *     socket by its path (the session bus and through it systemd --user,
+ *     docker.sock, ssh and gpg agents, rukhd), MPTCP, UDP, raw and
+ *     packet sockets, vsock to a virtual machine's host.
+ *   - socketpair(2) but of AF_UNIX with SOCK_STREAM or SOCK_SEQPACKET
+ *     (SOCK_NONBLOCK and SOCK_CLOEXEC aside): EACCES. A datagram socket
+ *     can connect(2) or sendto(2) any datagram socket by path, even from
+ *     a pair. Stream and seqpacket pairs are born connected to each other
+ *     and the kernel refuses to connect them anywhere else (EISCONN; an
+ *     address given to sendmsg is refused or ignored) or to listen on
+ *     them (EINVAL), as it does for the channel on descriptor 3, which is
+ *     such a pair.
+ *   - add_key, request_key, keyctl: EACCES. The user's keyrings (@u,
+ *     @us, and @s, which usually links @u) may hold Kerberos tickets and
+ *     other credentials, and Landlock does not control them.
  *   - io_uring_setup, _enter, _register: io_uring creates and connects
  *     sockets itself (IORING_OP_SOCKET), out of reach of this filter:
  *     EPERM, as where the kernel has io_uring disabled.
  *
+ * Other ways to a socket descriptor stay closed without the filter:
+ * pidfd_getfd(2) needs ptrace access to the process that has it, which
+ * Landlock refuses to any process outside the command's own domain (each
+ * call's helper makes a new one), and a socket's path opens to nothing
+ * (ENXIO). accept(2) and recvmsg(2) only work on sockets the command was
+ * given: the channel, whose peer is the host, and descriptors 0-2 if the
+ * caller made them sockets (the caller's own).
+ *
  * Everything else is allowed. A call of another architecture (i386 by
  * int 0x80 on x86-64, AArch32 on arm64: other numbers, socketcall among
- * them, that this filter does not know) kills the process; on x86-64, x32 system calls (which alias the 64-bit
- * ones) fail with ENOSYS, as on a kernel without x32. */
+ * them, that this filter does not know) kills the process; on x86-64, x32
+ * system calls (which alias the 64-bit ones) fail with ENOSYS, as on a
+ * kernel without x32. */
 static void syscall_filter(void)
 {
 	struct sock_filter f[] = {
@@ -654,24 +657,24 @@ static void syscall_filter(void)
 		JGE(X32_SYSCALL_BIT_, 0, 1),
 		DENY(ENOSYS_),
 #endif
-		/* socket(family, type, protocol) */
-		JEQ(__NR_socket, 0, 6),
-		LOAD(ARG_LO(0)),
-		JEQ(AF_UNIX_, 0, 1),
+		/* socket(family, type, protocol): never */
+		JEQ(__NR_socket, 0, 1),
 		DENY(EACCES_),
-		JEQ(AF_VSOCK_, 0, 1),
-		DENY(EACCES_),
-		RET(SECCOMP_RET_ALLOW),
 		/* socketpair(family, type, protocol, sv) */
 		JEQ(__NR_socketpair, 0, 8),
 		LOAD(ARG_LO(0)),
-		JEQ(AF_UNIX_, 0, 5),
+		JEQ(AF_UNIX_, 0, 4),
 		LOAD(ARG_LO(1)),
-		STMT(BPF_ALU | BPF_AND | BPF_K, SOCK_TYPE_MASK_),
+		STMT(BPF_ALU | BPF_AND | BPF_K, ~(__u32)SOCK_FLAGS_),
 		JEQ(SOCK_STREAM_, 2, 0),
 		JEQ(SOCK_SEQPACKET_, 1, 0),
 		DENY(EACCES_),
 		RET(SECCOMP_RET_ALLOW),
+		/* the kernel's keyrings */
+		JEQ(__NR_add_key, 2, 0),
+		JEQ(__NR_request_key, 1, 0),
+		JEQ(__NR_keyctl, 0, 1),
+		DENY(EACCES_),
 		/* io_uring */
 		JEQ(__NR_io_uring_setup, 2, 0),
 		JEQ(__NR_io_uring_enter, 1, 0),
@@ -685,6 +688,28 @@ static void syscall_filter(void)
 		fail_sys("seccomp", r);
 }
 
+/* check_filter is the probe's (rukh doctor's) proof that the filter acts
+ * here: a TCP socket is refused, and a stream pair, like the channel,
+ * still works. */
+static void check_filter(void)
+{
+	int sv[2];
+	long r = sys3(__NR_socket, AF_INET_, SOCK_STREAM_ | O_CLOEXEC_, 0);
+	if (r != -EACCES_) {
+		unavailable("seccomp: socket(AF_INET) was not refused: ");
+		if (r >= 0)
+			put("it was created");
+		else
+			put_err(r);
+		die();
+	}
+	r = sys4(__NR_socketpair, AF_UNIX_, SOCK_STREAM_ | O_CLOEXEC_, 0, sv);
+	if (r < 0)
+		fail_sys("seccomp: socketpair(AF_UNIX, SOCK_STREAM)", r);
+	sys1(__NR_close, sv[0]);
+	sys1(__NR_close, sv[1]);
+}
+
 __attribute__((noreturn, used)) void helper_main(long *sp)
 {
 	char **argv = (char **)(sp + 1);
@@ -693,9 +718,13 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	long r;
 
 	parse(argv, &s);
+	/* The parent-death signal the host set (its fork checked that the
+	 * host still lived) holds: the kernel clears it when the uids change
+	 * or the capabilities grow, and here no namespace is entered, no uid
+	 * changes and capabilities only shrink. */
 	if (s.strict) {
 		leave_terminal();
-		own_namespaces();
+		drop_capabilities();
 	}
 	r = sys5(__NR_prctl, PR_SET_NO_NEW_PRIVS_, 1, 0, 0, 0);
 	if (r < 0)
@@ -703,6 +732,8 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	if (s.strict) {
 		landlock(&s);
 		syscall_filter();
+		if (s.probe)
+			check_filter();
 	}
 	/* The limits last: the helper's own steps above need descriptors. */
 	for (int i = 0; i < s.nrlimits; i++) {

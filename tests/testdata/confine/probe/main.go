@@ -38,6 +38,16 @@ func main() {
 			if c != nil {
 				c.Close()
 			}
+		case "udp":
+			// A datagram to arg.
+			var c net.PacketConn
+			if c, err = net.ListenPacket("udp", "127.0.0.1:0"); err == nil {
+				var addr *net.UDPAddr
+				if addr, err = net.ResolveUDPAddr("udp", arg); err == nil {
+					_, err = c.WriteTo([]byte("hi"), addr)
+				}
+				c.Close()
+			}
 		case "unix":
 			// Connect to a Unix socket by its path (strict: no Unix
 			// sockets at all, whatever the path).
