@@ -79,8 +79,14 @@ func probe(what string, args []string) string {
 	case "exec":
 		out, err := exec.Command(args[0], args[1:]...).Output()
 		return res(strings.TrimSpace(string(out)), err)
-	case "tcp":
-		c, err := net.Dial("tcp", args[0])
+	case "tcp", "unix", "abstract":
+		// Dial args[0]: a TCP address, a Unix socket's path, or an
+		// abstract Unix socket's name.
+		network, addr := what, args[0]
+		if what == "abstract" {
+			network, addr = "unix", "@"+addr
+		}
+		c, err := net.Dial(network, addr)
 		if c != nil {
 			c.Close()
 		}
@@ -105,18 +111,6 @@ func probe(what string, args []string) string {
 		addr, err := net.ResolveUDPAddr("udp", args[0])
 		if err == nil {
 			_, err = c.WriteTo([]byte("hi"), addr)
-		}
-		return res("", err)
-	case "abstract":
-		c, err := net.Dial("unix", "@"+args[0])
-		if c != nil {
-			c.Close()
-		}
-		return res("", err)
-	case "unix":
-		c, err := net.Dial("unix", args[0])
-		if c != nil {
-			c.Close()
 		}
 		return res("", err)
 	case "socketpair":
