@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/store/storetest"
 	"github.com/rukh-cli/rukh/trust"
@@ -66,7 +67,7 @@ func checkStore(t *testing.T, a *admin.Admin) {
 // Concurrent owner changes serialize on the store: each ends as its own
 // revision or as a clean error, never as a torn store.
 func TestConcurrentApply(t *testing.T) {
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	const n = 6
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -104,7 +105,7 @@ func TestConcurrentApply(t *testing.T) {
 
 // A rejected candidate leaves the active revision byte for byte unchanged.
 func TestRejectedChangeLeavesRevision(t *testing.T) {
-	a := admin.New(t.TempDir())
+	a := admin.New(testhome.TempDir(t))
 	if _, _, err := a.ApplyProfile(profileJSON("one")); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestKillDuringInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills real processes")
 	}
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	src, err := filepath.Abs(filepath.Join("..", "examples", "greet"))
 	if err != nil {
 		t.Fatal(err)

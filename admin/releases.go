@@ -195,12 +195,18 @@ var hookAfterRename func()
 // A record names its directory twice, by its digest and by the directory
 // it was installed to, and either keeps it. When the release records do
 // not all read, the store is damaged and nothing is removed: the files
-// may be what the owner recovers from. Sweeping is best effort: a
+// may be what the owner recovers from. Nor is anything removed while the
+// store has published no revision: a store that was never used, or that
+// replaced a lost store.db, knows nothing of the releases on disk, and
+// its empty release list proves nothing. Sweeping is best effort: a
 // directory that cannot be removed now is tried again at the next change.
 func (a *Admin) sweepReleases(tx *store.Tx) {
 	stagingMu.Lock()
 	a.removeStaleStaging()
 	stagingMu.Unlock()
+	if n, err := tx.ActiveNumber(); err != nil || n == 0 {
+		return
+	}
 	rels, err := tx.Releases()
 	if err != nil {
 		return

@@ -19,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/trust"
 )
 
@@ -28,7 +29,7 @@ const zeroPin = "sha256:00000000000000000000000000000000000000000000000000000000
 func copyExample(t *testing.T, name string) string {
 	t.Helper()
 	src := filepath.Join("..", "examples", name)
-	dst := filepath.Join(t.TempDir(), name)
+	dst := filepath.Join(testhome.TempDir(t), name)
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -86,7 +87,7 @@ func archiveOf(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "release.tar.gz")
+	out := filepath.Join(testhome.TempDir(t), "release.tar.gz")
 	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestInstallRefusesCaseDuplicates(t *testing.T) {
 	want := `duplicate_entry: "bin/greet": "bin/Greet" and "bin/greet" differ only in letter case, which a case-insensitive file system cannot tell apart; rename one`
 	for _, src := range []struct{ name, path string }{{"directory", dir}, {"archive", archiveOf(t, dir)}} {
 		t.Run(src.name, func(t *testing.T) {
-			a := admin.New(t.TempDir())
+			a := admin.New(testhome.TempDir(t))
 			_, err := a.Install(src.path, zeroPin)
 			requireCode(t, err, trust.CodeDuplicateEntry, want)
 			requireNothingInstalled(t, a)
@@ -166,12 +167,12 @@ func TestInstallRefusesFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "bin", "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := admin.New(t.TempDir())
+	a := admin.New(testhome.TempDir(t))
 	err := installWithin(t, a, dir, zeroPin)
 	requireCode(t, err, trust.CodeSpecialFile, `special_file: "bin/pipe": a named pipe, not a regular file; a release holds regular files and directories only, so remove it`)
 	requireNothingInstalled(t, a)
 
-	fifo := filepath.Join(t.TempDir(), "release.tar.gz")
+	fifo := filepath.Join(testhome.TempDir(t), "release.tar.gz")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestOrphanSwept(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills real processes")
 	}
-	dataDir := t.TempDir()
+	dataDir := testhome.TempDir(t)
 	a := admin.New(dataDir)
 	greet := copyExample(t, "greet")
 	deploy := copyExample(t, "deploy")
@@ -251,6 +252,11 @@ func TestOrphanSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := []string{strings.Repeat("A", 64), strings.Repeat("b", 64), "notes"}
+	// A store sweeps only once it has published a revision
+	// (TestSweepSparesNewStore).
+	if _, _, err := a.ApplyProfile(profileJSON("first")); err != nil {
+		t.Fatal(err)
+	}
 
 	steps := []struct {
 		name   string
@@ -300,7 +306,7 @@ func TestSweepSparesDamagedStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills real processes")
 	}
-	dataDir := t.TempDir()
+	dataDir := testhome.TempDir(t)
 	a := admin.New(dataDir)
 	deploy := copyExample(t, "deploy")
 	if _, err := a.Install(deploy, pinOf(t, deploy)); err != nil {
@@ -327,5 +333,33 @@ func TestSweepSparesDamagedStore(t *testing.T) {
 	sort.Strings(want)
 	if got := releaseDirs(t, a); !slices.Equal(got, want) {
 		t.Fatalf("the releases directory holds %v, want %v", got, want)
+	}
+}
+
+// TestSweepSparesNewStore: a store that has published no revision knows
+// nothing of the releases on disk — store.db was lost or removed, and a
+// new one was made — so an owner change removes none of them (the owner
+// reinstalls or restores; the files are what a restore needs).
+func TestSweepSparesNewStore(t *testing.T) {
+	dataDir := testhome.TempDir(t)
+	a := admin.New(dataDir)
+	for _, name := range []string{"deploy", "greet"} {
+		dir := copyExample(t, name)
+		if _, err := a.Install(dir, pinOf(t, dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := releaseDirs(t, a)
+	if len(before) != 2 {
+		t.Fatalf("installed: %v", before)
+	}
+	if err := os.Remove(a.StorePath()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ApplyProfile(profileJSON("after")); err != nil {
+		t.Fatal(err)
+	}
+	if got := releaseDirs(t, a); !slices.Equal(got, before) {
+		t.Fatalf("after a change on a new store the releases directory holds %v, want %v", got, before)
 	}
 }

@@ -61,8 +61,9 @@ starts it on first use (see the README).`,
 					Connections   int       `json:"connections"`
 					InFlight      int       `json:"inFlight"`
 					RSSBytes      int64     `json:"rssBytes"`
+					StoreError    string    `json:"storeError,omitempty"`
 				}{st.PID, st.Build, time.Unix(st.StartedUnix, 0).UTC(), int64(up / time.Second), st.Socket, st.Activated,
-					st.Revision, st.Connections, st.InFlight, st.RSSBytes})
+					st.Revision, st.Connections, st.InFlight, st.RSSBytes, st.StoreError})
 			}
 			how := "started by hand"
 			if st.Activated {
@@ -70,6 +71,9 @@ starts it on first use (see the README).`,
 			}
 			fmt.Fprintf(f.IO.Out, "%sd is running: pid %d, up %s (%s)\nsocket:      %s\nbuild:       %s\nrevision:    %d\nconnections: %d\nrunning:     %d invocations\nmemory:      %.1f MiB resident\n",
 				f.Name, st.PID, up, how, st.Socket, st.Build, st.Revision, st.Connections, st.InFlight, float64(st.RSSBytes)/(1<<20))
+			if st.StoreError != "" {
+				fmt.Fprintf(f.IO.Out, "store:       UNREADABLE: %s\n", st.StoreError)
+			}
 			return nil
 		},
 	}

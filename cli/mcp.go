@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -44,19 +45,29 @@ command diagnostics go to stderr or --log-file.`,
 				defer lf.Close()
 				logw = lf
 			}
-			task, err = h.BindTask(cmd.Context(), task)
+			binding := mcp.Binding{}
+			bound, err := h.BindTask(cmd.Context(), task)
 			var we *wire.Error
-			if errors.As(err, &we) && we.Code == wire.CodeTaskUndefined {
+			switch {
+			case errors.As(err, &we) && (we.Code == wire.CodeStoreDamaged || we.Code == wire.CodeStoreUnavailable):
+				// Serve anyway: the agent's requests get the error (and
+				// the owner's fix), not a server that never answered
+				// initialize. The task is bound by the first request
+				// that can read the profile.
+				fmt.Fprintf(logw, "%s mcp: %v\n", f.Name, err)
+				binding.Resolve = func(ctx context.Context) (string, error) { return h.BindTask(ctx, task) }
+			case errors.As(err, &we) && we.Code == wire.CodeTaskUndefined:
 				return &UsageError{fmt.Errorf("%s; see `%s profile show`", we.Message, f.Name)}
-			}
-			if err != nil {
+			case err != nil:
 				return err
+			default:
+				binding.Task = bound
+				fmt.Fprintf(logw, "%s mcp: serving the tools of task %q on stdio\n", f.Name, bound)
 			}
 			logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			fmt.Fprintf(logw, "%s mcp: serving the tools of task %q on stdio\n", f.Name, task)
 			srv := mcp.NewServer(mcp.Options{
 				Host:        h,
-				Binding:     mcp.Binding{Task: task},
+				Binding:     binding,
 				Name:        f.Name,
 				Version:     BuildVersion(),
 				Logger:      logger,

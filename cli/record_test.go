@@ -87,7 +87,7 @@ func TestUnrecordedOutcome(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			home := t.TempDir()
+			home := testhome.TempDir(t)
 			data := filepath.Join(home, "data")
 			rel := filepath.Join(home, "src")
 			testhome.WriteFiles(t, rel, map[string]string{

@@ -510,12 +510,16 @@ func lookupEnv(env []string) func(string) string {
 }
 
 func (s *Server) status() *wire.DaemonStatus {
-	rev, _ := s.Host.ActiveRevision()
-	return &wire.DaemonStatus{
+	rev, err := s.Host.ActiveRevision()
+	st := &wire.DaemonStatus{
 		PID: os.Getpid(), Build: s.Build, StartedUnix: s.started.Unix(), Socket: s.Paths.Socket(s.Name),
 		Activated: s.Activated, Revision: rev, Connections: int(s.conns.Load()) - 1, InFlight: int(s.inflight.Load()) + s.Host.DetachedRunning(),
 		RSSBytes: rss(),
 	}
+	if err != nil {
+		st.StoreError = err.Error()
+	}
+	return st
 }
 
 // rss reads the daemon's resident set size.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
-	"time"
 )
 
 func i64(n int64) *int64 { return &n }
@@ -246,9 +245,7 @@ func TestReaderHugeLineIsBounded(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	start := time.Now()
 	_, err := NewReader(src).Next()
-	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
 
 	var e *Error
@@ -260,9 +257,6 @@ func TestReaderHugeLineIsBounded(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2<<20 {
 		t.Errorf("allocated %d bytes; want at most 2 MiB", alloc)
-	}
-	if elapsed > 2*time.Second {
-		t.Errorf("took %v", elapsed)
 	}
 }
 

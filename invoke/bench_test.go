@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/sandbox"
 )
@@ -33,7 +34,7 @@ func BenchmarkInvoke(b *testing.B) {
 // filter, no capabilities, no terminal). The differences are the spawn
 // cost of each profile.
 func BenchmarkEnforcement(b *testing.B) {
-	helper := filepath.Join(b.TempDir(), "rukh-sandbox")
+	helper := filepath.Join(testhome.TempDir(b), "rukh-sandbox")
 	if err := sandbox.Build(helper); err != nil {
 		b.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // started, or the helper could not be started) leaves no descriptor
 // behind: the helper's report pipe is closed with the rest.
 func TestReportPipeClosedWhenNothingStarts(t *testing.T) {
-	home := t.TempDir()
+	home := testhome.TempDir(t)
 	rel := filepath.Join(home, "src")
 	write(t, filepath.Join(rel, "bin", "ok"), "#!/bin/sh\n"+complete+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.enf","version":"1.0.0","publisher":"test","commands":[
@@ -88,7 +88,7 @@ func TestStrictGrantSwappedForSymlink(t *testing.T) {
 	if abi, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1); errno != 0 || abi < 4 {
 		t.Skip("no Landlock ABI 4: strict is refused here")
 	}
-	home := t.TempDir()
+	home := testhome.TempDir(t)
 	rel := filepath.Join(home, "src")
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.grant","version":"1.0.0","publisher":"test",
 	  "commands":[{"id":"cat","path":["cat"],"summary":"s","inputs":[{"id":"dir","positional":0,"type":"string","required":true}],
@@ -146,11 +146,11 @@ func TestStrictGrantSwappedForSymlink(t *testing.T) {
 // rukh doctor's probe: each profile the helper can apply here is reported
 // applied (strict's probe includes a grant, opened as calls' are).
 func TestEnforceable(t *testing.T) {
-	helper := filepath.Join(t.TempDir(), "rukh-sandbox")
+	helper := filepath.Join(testhome.TempDir(t), "rukh-sandbox")
 	if err := sandbox.Build(helper); err != nil {
 		t.Fatal(err)
 	}
-	core := invoke.New(t.TempDir())
+	core := invoke.New(testhome.TempDir(t))
 	core.Sandbox = helper
 	got := core.Enforceable()
 	want := []string{"host", "restricted"}

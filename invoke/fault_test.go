@@ -51,7 +51,7 @@ func setup(t *testing.T) (*invoke.Core, string) { return setupB(t) }
 
 func setupB(t testing.TB) (*invoke.Core, string) {
 	t.Helper()
-	home := t.TempDir()
+	home := testhome.TempDir(t)
 	rel := filepath.Join(home, "src")
 	var cmds []string
 	for _, h := range hostile {
@@ -206,7 +206,7 @@ func TestProgramDeleted(t *testing.T) {
 // The task preset's allow rules decide access with the declared resource
 // template filled from typed inputs.
 func TestAccessRules(t *testing.T) {
-	home := t.TempDir()
+	home := testhome.TempDir(t)
 	rel := filepath.Join(home, "src")
 	write(t, filepath.Join(rel, "bin", "ok"), "#!/bin/sh\n"+complete+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.access","version":"1.0.0","publisher":"test",

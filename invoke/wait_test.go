@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
 )
@@ -24,7 +25,7 @@ type waitHome struct {
 
 func newWaitHome(t *testing.T) *waitHome {
 	t.Helper()
-	core := invoke.New(t.TempDir())
+	core := invoke.New(testhome.TempDir(t))
 	h := &waitHome{core: core, ids: map[string]string{}}
 	self := selfStartForTest(t)
 	for i, r := range []struct {

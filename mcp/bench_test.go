@@ -50,7 +50,7 @@ func daemonHost(b *testing.B, dir string) seam.ToolHost {
 // program reports success at once.
 func benchHome(b *testing.B, n int) (string, string) {
 	b.Helper()
-	dir := b.TempDir()
+	dir := testhome.TempDir(b)
 	a := admin.New(filepath.Join(dir, "data"))
 	var expose []string
 	prog := ""

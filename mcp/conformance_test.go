@@ -241,7 +241,7 @@ func TestStopInterruptsCalls(t *testing.T) {
 // for 60 s (longer than any test waits).
 func slowSleepHome(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	rel := filepath.Join(dir, "slow")
 	write(t, filepath.Join(rel, "bin", "slow"), "#!/bin/sh\nsleep 60\n"+reportText+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.slow","version":"1.0.0","publisher":"test","commands":[
@@ -275,7 +275,7 @@ func waitOpen(t *testing.T, host *client.Local) {
 // drains) never holds up a call: lines past the queue are dropped, and the
 // call completes and is answered.
 func TestUnreadDiagnosticsLogDoesNotBlock(t *testing.T) {
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	rel := filepath.Join(dir, "rel")
 	write(t, filepath.Join(rel, "bin", "noisy"), "#!/bin/sh\ni=0\nwhile [ $i -lt 3000 ]; do echo line $i; i=$((i+1)); done\n"+reportText+"\n", 0o755)
 	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.noisy","version":"1.0.0","publisher":"test","commands":[

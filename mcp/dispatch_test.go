@@ -36,7 +36,7 @@ const dispatchProfile = `{"endpointNamespace":"team","cli":{"task":"owner"},
 //	test.hidden/secret  read; exposed, but not visible to the agent task
 func dispatchHome(t *testing.T) (string, *admin.Admin) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	complete := func(result string) string {
 		return `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":` + result + `}\n' "$RUKH_IPC_TOKEN" >&3`
 	}
@@ -382,7 +382,7 @@ func TestDispatchBudget(t *testing.T) {
 // (the descriptor allows 512) and exposes them all under projection.
 func manyCommands(t testing.TB, n int, projection string) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	var a *admin.Admin
 	var expose []string
 	for p := 0; p*500 < n; p++ {

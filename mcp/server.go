@@ -36,6 +36,11 @@ const (
 // daemon reads from the kernel (SO_PEERCRED).
 type Binding struct {
 	Task string // the task preset every call runs under
+	// Resolve, when Task is empty, names the task on the first request
+	// it succeeds for (the store was damaged or locked when the process
+	// started); until then each request answers with its error. It is
+	// called once at a time, and never again after it succeeded.
+	Resolve func(context.Context) (string, error)
 }
 
 // Options configure a server.
@@ -310,6 +315,28 @@ type adapter struct {
 	log      *logQueue                   // the same, when there is one
 	mu       sync.Mutex                  // orders begin against end
 	inflight sync.WaitGroup
+
+	bindMu sync.Mutex
+	bound  string // the task, once Binding names it
+}
+
+// task is the task every request runs under: Binding.Task, or what
+// Binding.Resolve names once it can.
+func (a *adapter) task(ctx context.Context) (string, error) {
+	a.bindMu.Lock()
+	defer a.bindMu.Unlock()
+	switch {
+	case a.bound != "":
+	case a.opts.Binding.Task != "" || a.opts.Binding.Resolve == nil:
+		a.bound = a.opts.Binding.Task
+	default:
+		t, err := a.opts.Binding.Resolve(ctx)
+		if err != nil {
+			return "", err
+		}
+		a.bound = t
+	}
+	return a.bound, nil
 }
 
 // end ends the session's life for reason (reasonInterrupted or
@@ -377,7 +404,11 @@ func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	page, err := a.opts.Host.ListTools(ctx, a.opts.Binding.Task, cursor)
+	task, err := a.task(ctx)
+	if err != nil {
+		return nil, hostError(err)
+	}
+	page, err := a.opts.Host.ListTools(ctx, task, cursor)
 	if err != nil {
 		return nil, hostError(err)
 	}
@@ -416,7 +447,11 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(a.life, cancel)()
-	call := &wire.CallTool{Task: a.opts.Binding.Task, Name: req.Params.Name, Arguments: req.Params.Arguments}
+	task, err := a.task(ctx)
+	if err != nil {
+		return nil, hostError(err)
+	}
+	call := &wire.CallTool{Task: task, Name: req.Params.Name, Arguments: req.Params.Arguments}
 	opts := seam.CallOptions{Diagnostics: a.diag, CancelReason: a.cancelReason}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		call.Progress = true

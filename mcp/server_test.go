@@ -26,7 +26,7 @@ const reportText = `printf '{"type":"complete","token":"%s","status":"succeeded"
 // structured result, the others a text one) and exposes the package.
 func home(t *testing.T, n int, task string) (string, *admin.Admin) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	rel := filepath.Join(dir, "src")
 	var cmds []string
 	for i := range n {
@@ -261,7 +261,7 @@ func TestClientCancel(t *testing.T) {
 // maxConcurrent 4.
 func slowHome(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	rel := filepath.Join(dir, "slow")
 	// Each run logs its start and end, so a test can tell how many ran at once.
 	log := filepath.Join(dir, "runs.log")

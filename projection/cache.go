@@ -27,6 +27,10 @@ type cacheEntry struct {
 	errs []*Error
 }
 
+// testHookWait is called when a Get is about to wait for another's build
+// of rev (tests synchronize on it).
+var testHookWait = func(rev uint64) {}
+
 // NewCache returns a cache that keeps the projections of at most size
 // revisions (DefaultCacheSize if size < 1).
 func NewCache(size int) *Cache {
@@ -48,6 +52,7 @@ func (c *Cache) Get(rev uint64, build func() (*Projection, []*Error)) (*Projecti
 			return c.fill(e, build)
 		}
 		c.mu.Unlock()
+		testHookWait(rev)
 		<-e.done
 		if e.p != nil || e.errs != nil {
 			return e.p, e.errs

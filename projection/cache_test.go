@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +12,7 @@ import (
 func countingBuild(t *testing.T, pkgs []Package, rev uint64, calls *atomic.Int64) func() (*Projection, []*Error) {
 	return func() (*Projection, []*Error) {
 		calls.Add(1)
-		time.Sleep(time.Millisecond) // let concurrent Gets pile up
+		runtime.Gosched() // let concurrent Gets pile up
 		return Build(Input{Namespace: "team", Revision: rev, Expose: []string{"acme.greet/*"}, Packages: pkgs})
 	}
 }
@@ -131,11 +132,18 @@ func TestCachePanickingBuild(t *testing.T) {
 		})
 	}()
 	<-started
+	waiting := make(chan struct{})
+	testHookWait = func(rev uint64) {
+		if rev == 2 {
+			close(waiting)
+		}
+	}
+	t.Cleanup(func() { testHookWait = func(uint64) {} })
 	go func() {
 		p, _ := c.Get(2, func() (*Projection, []*Error) { return Build(Input{Namespace: "team", Revision: 2}) })
 		done <- p
 	}()
-	time.Sleep(5 * time.Millisecond)
+	<-waiting // the second Get waits for the build that will panic
 	close(release)
 	select {
 	case p := <-done:

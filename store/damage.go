@@ -112,8 +112,8 @@ func checkOpened(db *bolt.DB, path string) error {
 // error rolls it back, nil commits it (a read transaction is always
 // rolled back). A panic from bbolt, or a fault reading its map, is
 // recovered as a *CorruptError after the transaction is rolled back; if
-// even the rollback fails, bbolt may still hold its writer lock, so the
-// store is wedged: every later transaction fails at once and Close leaves
+// even the rollback fails, or Begin itself panicked, bbolt may still hold
+// its locks, so the store is wedged: every later transaction fails at once and Close leaves
 // bbolt alone. A panic from anywhere else is passed on, after the
 // rollback.
 func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
@@ -124,8 +124,11 @@ func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
 	var btx *bolt.Tx
 	defer func() {
 		r := recover()
-		if r != nil && writable && btx == nil {
-			// Begin itself failed half-way, with the writer lock taken.
+		if r != nil && btx == nil {
+			// Begin itself failed half-way: bbolt takes its meta lock and
+			// its map lock (and, to write, its writer lock) before it
+			// reads the meta page, and a panic there leaves them held,
+			// for a read as much as for a write.
 			s.wedge(r)
 		}
 		if btx != nil && btx.DB() != nil && !rollback(btx) {

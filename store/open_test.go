@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -125,7 +126,7 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("read-only open created %s", dir)
 		}
 	})
-	t.Run("empty file", func(t *testing.T) {
+	t.Run("empty bbolt file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "rukh.db")
 		db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 		if err != nil {
@@ -133,8 +134,9 @@ func TestReadOnly(t *testing.T) {
 		}
 		db.Close()
 		_, err = store.Open(path, store.Options{ReadOnly: true})
-		if err == nil || !strings.Contains(err.Error(), "open it read-write once") {
-			t.Fatalf("err = %v", err)
+		var ce *store.CorruptError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "holds no buckets at all") {
+			t.Fatalf("err = %v, want *CorruptError", err)
 		}
 	})
 	t.Run("reads, refuses writes, shares the lock", func(t *testing.T) {
@@ -284,7 +286,7 @@ func TestOpenRefusesOtherFiles(t *testing.T) {
 			if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 1000), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, "is damaged: bbolt cannot open it: invalid database"},
+		}, "is damaged: neither meta page is readable"},
 		{"foreign bbolt file", func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bolt.Tx) error {
 				_, err := tx.CreateBucket([]byte("other"))
@@ -326,4 +328,94 @@ func TestOpenRefusesOtherFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An existing store.db that is not a whole store is damage, whatever its
+// size, for a read-only and a read-write open alike: never initialized as
+// a new store (whose empty release list would let an owner change sweep
+// every installed release away), never bbolt's own words, never a crash;
+// and the file is left exactly as it was, for the owner to recover from.
+func TestOpenDamagedFileIsNeverANewStore(t *testing.T) {
+	full, s := openPath(t)
+	s.Close()
+	whole, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyBolt := filepath.Join(t.TempDir(), "empty.db")
+	db, err := bolt.Open(emptyBolt, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	emptyBoltBytes, err := os.ReadFile(emptyBolt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeroMetas := bytes.Clone(whole)
+	clear(zeroMetas[:2*os.Getpagesize()])
+	for _, tc := range []struct {
+		name     string
+		contents []byte
+		want     string
+	}{
+		{"empty", nil, "too short for a bbolt file"},
+		{"100 bytes", whole[:100], "is damaged"},
+		{"one page", whole[:4096], "is damaged"},
+		{"both meta pages zeroed", zeroMetas, "neither meta page is readable"},
+		{"a bbolt file with no buckets", emptyBoltBytes, "holds no buckets at all"},
+	} {
+		for _, ro := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/readonly=%v", tc.name, ro), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "rukh.db")
+				if err := os.WriteFile(path, tc.contents, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				s, err := store.Open(path, store.Options{ReadOnly: ro, Timeout: time.Second})
+				if err == nil {
+					s.Close()
+					t.Fatal("Open succeeded")
+				}
+				var ce *store.CorruptError
+				if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), store.Recovery) {
+					t.Errorf("err = %v, want a *CorruptError at %s mentioning %q and the recovery", err, path, tc.want)
+				}
+				if got, _ := os.ReadFile(path); !bytes.Equal(got, tc.contents) {
+					t.Errorf("Open changed the damaged file: %d bytes, was %d", len(got), len(tc.contents))
+				}
+				if _, err := os.Stat(path + ".new"); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("Open left %s.new: %v", path, err)
+				}
+			})
+		}
+	}
+}
+
+// A new store is made beside its final name and renamed into place whole:
+// after Open, store.db holds every bucket and nothing else is left.
+func TestOpenCreatesWholeStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "rukh.db")
+	s, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(path + ".new"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open left %s.new: %v", path, err)
+	}
+	// A stale .new of a creation that was killed is replaced.
+	other := filepath.Join(t.TempDir(), "rukh.db")
+	if err := os.WriteFile(other+".new", []byte("half a store"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.Open(other, store.Options{})
+	if err != nil {
+		t.Fatalf("with a stale .new beside it: %v", err)
+	}
+	s.Close()
+	r, err := store.Open(other, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("the new store does not open read-only: %v", err)
+	}
+	r.Close()
 }

@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,6 +113,10 @@ func Open(path string, opts Options) (*Store, error) {
 			lock.Close()
 		}
 	}
+	if err := ensureStoreFile(abs, opts.ReadOnly); err != nil {
+		release()
+		return nil, err
+	}
 	db, err := openBolt(abs, &bolt.Options{
 		// What is left of the timeout. bbolt retries every 50ms and
 		// gives up once less than 50ms of its timeout is left; the extra
@@ -136,7 +141,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open the store at %s: %w", abs, err)
 	}
 	s := &Store{db: db, lock: lock, path: abs}
-	if err := s.prepare(opts.ReadOnly); err != nil {
+	if err := s.prepare(opts.ReadOnly, false); err != nil {
 		db.Close()
 		release()
 		return nil, err
@@ -147,7 +152,12 @@ func Open(path string, opts Options) (*Store, error) {
 // prepare checks the schema version, initializes or migrates the store
 // when needed (one write transaction), and caches the secret. An
 // up-to-date store is only read, so opening it costs no write.
-func (s *Store) prepare(readOnly bool) error {
+//
+// Only a file that create is making may be fresh (no buckets at all): an
+// existing store.db always holds a store, so an empty one is damage —
+// never a new store, whose empty release list would then let the sweep
+// delete every installed release.
+func (s *Store) prepare(readOnly, creating bool) error {
 	var version uint64
 	var fresh bool
 	err := s.run(false, func(tx *bolt.Tx) error {
@@ -160,14 +170,14 @@ func (s *Store) prepare(readOnly bool) error {
 	} else if err != nil {
 		return fmt.Errorf("the store at %s: %w", s.path, err)
 	}
+	if fresh && !creating {
+		return damaged(s.path, errors.New("it holds no buckets at all, not even the meta bucket every store has"))
+	}
 	if version > SchemaVersion {
 		return &FutureError{Path: s.path, Found: version, Supported: SchemaVersion}
 	}
 	if version < SchemaVersion {
 		if readOnly {
-			if fresh {
-				return fmt.Errorf("the store at %s is empty; open it read-write once to initialize it", s.path)
-			}
 			return fmt.Errorf("the store at %s has schema version %d and needs migrating to %d; open it read-write once", s.path, version, SchemaVersion)
 		}
 		err := s.run(true, func(tx *bolt.Tx) error { return migrate(tx, version) })
@@ -185,6 +195,71 @@ func (s *Store) prepare(readOnly bool) error {
 		s.secret = append([]byte(nil), secret...)
 		return nil
 	})
+}
+
+// ensureStoreFile makes sure a store file exists at path before bbolt
+// opens it; the caller holds the lock file. A missing file is created
+// whole (create) for a read-write open. An existing file is checked with
+// plain reads first: bbolt would initialize an empty file as a new
+// database, refuse a short one with its own words ("file size too
+// small"), or panic on zeroed meta pages, and every one of those is
+// damage (*CorruptError).
+func ensureStoreFile(path string, readOnly bool) error {
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !readOnly:
+		return create(path)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no store at %s: %w", path, err)
+	case err != nil:
+		return fmt.Errorf("open the store at %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := checkFile(f, false, false); err != nil {
+		return damaged(path, err)
+	}
+	return nil
+}
+
+// create makes a new, initialized store at path: bbolt lays it out in a
+// file beside it, every bucket and the secret are written, and only then
+// is it renamed into place (and the directory synced). So store.db either
+// does not exist or holds a whole store, whatever kills the process.
+func create(path string) error {
+	tmp := path + ".new"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("create the store at %s: %w", path, err)
+	}
+	db, err := openBolt(tmp, &bolt.Options{Timeout: lockRetry})
+	if err != nil {
+		return fmt.Errorf("create the store at %s: %w", path, err)
+	}
+	s := &Store{db: db, path: tmp}
+	err = s.prepare(false, true)
+	if cerr := s.closeBolt(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("create the store at %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // readVersion reports the schema version of the store, 0 and fresh for a

@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +49,45 @@ func TestWedgedStore(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close of a wedged store waits for bbolt")
+	}
+}
+
+// TestTruncatedUnderOpenStore: the file of an open store (a daemon's) is
+// truncated under it. Reading its map then faults inside bbolt's Begin,
+// which has taken bbolt's meta and map locks; the read is the damage, and
+// so is every transaction after it, at once, and Close returns — nothing
+// waits on the locks the failed Begin left held.
+func TestTruncatedUnderOpenStore(t *testing.T) {
+	for _, size := range []int64{0, 100, 4096} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rukh.db")
+			s, err := Open(path, Options{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, size); err != nil {
+				t.Fatal(err)
+			}
+			for i, fn := range []func(func(*Tx) error) error{s.View, s.View, s.Update, s.View} {
+				done := make(chan error, 1)
+				go func() { done <- fn(func(tx *Tx) error { _, err := tx.ActiveNumber(); return err }) }()
+				select {
+				case err := <-done:
+					var ce *CorruptError
+					if !errors.As(err, &ce) {
+						t.Fatalf("transaction %d: err = %v, want *CorruptError", i, err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("transaction %d on a truncated store still waits after 10 s", i)
+				}
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- s.Close() }()
+			select {
+			case <-closed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Close of a truncated store still waits after 10 s")
+			}
+		})
 	}
 }

@@ -41,7 +41,7 @@ type approvalHome struct {
 
 func newApprovalHome(t *testing.T, rukh string) *approvalHome {
 	t.Helper()
-	h := &approvalHome{rukh: rukh, dir: t.TempDir()}
+	h := &approvalHome{rukh: rukh, dir: testhome.TempDir(t)}
 	rel := filepath.Join(h.dir, "rel")
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {
 		t.Fatalf("go build probe: %v\n%s", err, out)

@@ -20,7 +20,7 @@ import (
 // commands, in-process and through a running rukhd (whose resident memory
 // is reported as MiB-rss). See docs/benchmarks.md.
 func BenchmarkCLI(b *testing.B) {
-	dir := b.TempDir()
+	dir := testhome.TempDir(b)
 	rukh := filepath.Join(dir, "rukh")
 	hello := filepath.Join(dir, "hello-src")
 	build(b, rukh, "../cmd/rukh")

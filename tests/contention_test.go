@@ -71,7 +71,7 @@ type callRun struct {
 }
 
 func contention(t *testing.T, calls, owners int) {
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	rukh := filepath.Join(dir, "rukh")
 	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

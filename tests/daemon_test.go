@@ -134,7 +134,7 @@ func TestDaemon(t *testing.T) {
 }
 
 func dtBuild(t *testing.T) *dtBins {
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	b := &dtBins{dir: filepath.Join(dir, "bin"), rukhdA: filepath.Join(dir, "a", "rukhd")}
 	b.rukh, b.rukhd = filepath.Join(b.dir, "rukh"), filepath.Join(b.dir, "rukhd")
 	var wg sync.WaitGroup
@@ -203,7 +203,7 @@ type dtHome struct {
 }
 
 func dtNewHome(t *testing.T, b *dtBins) *dtHome {
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	h := &dtHome{t: t, b: b, dir: dir, home: filepath.Join(dir, "home"), rukh: b.rukh}
 	h.env = append(os.Environ(), "RUKH_HOME="+h.home)
 	report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"%s"}}\n' "$RUKH_IPC_TOKEN" `

@@ -17,6 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"
 )
@@ -171,7 +172,7 @@ func readLayout(path string) (storeLayout, error) {
 // by fn, and the template's releases.
 func (tm *damageTemplate) copyHome(t *testing.T, fn func(db []byte) []byte) string {
 	t.Helper()
-	home := t.TempDir()
+	home := testhome.TempDir(t)
 	data := filepath.Join(home, "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)

@@ -57,11 +57,11 @@ const dispatchProfileDoc = `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp
 // a fingerprinted write op, runs a batch with one failing op, detaches a
 // run and waits on it. Both hosts must answer the same.
 func TestDispatchProcess(t *testing.T) {
-	rel := filepath.Join(t.TempDir(), "src")
+	rel := filepath.Join(testhome.TempDir(t), "src")
 	dispatchFixture(t, rel)
 	var same acrossHosts
 	forEachHost(t, func(t *testing.T, h *testHost) {
-		home := filepath.Join(t.TempDir(), "home")
+		home := filepath.Join(testhome.TempDir(t), "home")
 		a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 		testhome.Apply(t, a, dispatchProfileDoc)
 		h.serve(t, home)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
 // The hosts a client of Rukh can have, as gopls runs its tests "direct"
@@ -96,7 +97,7 @@ func (h *testHost) serve(t *testing.T, home string) *served {
 		return &served{}
 	}
 
-	logPath := filepath.Join(t.TempDir(), "rukhd.log")
+	logPath := filepath.Join(testhome.TempDir(t), "rukhd.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -250,9 +251,10 @@ type hostStatus struct {
 // hostBins are the binaries of the table, built once per test binary
 // into a directory TestMain removes.
 var hostBins struct {
-	once sync.Once
-	dir  string
-	err  error
+	once  sync.Once
+	dir   string
+	build string // the build id both print: `rukhd version`
+	err   error
 }
 
 // hostBinaries builds rukh and rukhd once, in one go command, so that
@@ -267,7 +269,17 @@ func hostBinaries(t testing.TB) (rukh, rukhd string) {
 		out, err := exec.Command("go", "build", "-o", hostBins.dir+string(filepath.Separator), "../cmd/rukh", "../cmd/rukhd").CombinedOutput()
 		if err != nil {
 			hostBins.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
 		}
+		// The id depends on how go build stamped them (GOFLAGS, VCS), so
+		// it is read from what was built, never assumed to be this test
+		// binary's own.
+		out, err = exec.Command(filepath.Join(hostBins.dir, "rukhd"), "version").Output()
+		id, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "rukhd ")
+		if err != nil || !ok || id == "" {
+			hostBins.err = fmt.Errorf("rukhd version: %v: %q", err, out)
+		}
+		hostBins.build = id
 	})
 	if hostBins.err != nil {
 		t.Fatal(hostBins.err)
@@ -275,9 +287,18 @@ func hostBinaries(t testing.TB) (rukh, rukhd string) {
 	return filepath.Join(hostBins.dir, "rukh"), filepath.Join(hostBins.dir, "rukhd")
 }
 
+// hostBuild is the build id of the binaries hostBinaries built: what a
+// client in this test process must present to their daemon.
+func hostBuild(t testing.TB) string {
+	t.Helper()
+	hostBinaries(t)
+	return hostBins.build
+}
+
 // removeHostBinaries removes what hostBinaries built.
 func removeHostBinaries() {
 	if hostBins.dir != "" {
+		testhome.MakeWritable(hostBins.dir) // the damage template's releases
 		os.RemoveAll(hostBins.dir)
 	}
 }

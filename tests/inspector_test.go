@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"maps"
 	"os"
 	"os/exec"
@@ -55,7 +56,7 @@ done | "$RELAY_RUKH" mcp | tee "$RELAY_DIR/s2c.jsonl"
 // `npm ci --prefix tests/inspector` has been run.
 func TestInspectorCLI(t *testing.T) {
 	in := inspectorInstall(t)
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	relay := filepath.Join(dir, "relay.sh")
 	if err := os.WriteFile(relay, []byte(inspectorRelay), 0o755); err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestInspectorCLI(t *testing.T) {
 			same.record(h, strings.Replace(t.Name(), "/"+h.Mode+"/", "/", 1), r.printed())
 			return r
 		}
-		dir, rukh := t.TempDir(), h.Rukh
+		dir, rukh := testhome.TempDir(t), h.Rukh
 		// The Inspector starts the server with a minimal environment (HOME,
 		// PATH, …): RUKH_HOME reaches it only through -e, and so does the
 		// daemon that serves it.
@@ -207,7 +208,7 @@ func TestInspectorCLI(t *testing.T) {
 				// request, and "resultType": "complete" on every 2026-07-28
 				// result (the Inspector checks it and strips it before printing).
 				t.Run("wire", func(t *testing.T) {
-					wire := t.TempDir()
+					wire := testhome.TempDir(t)
 					r := inspect(t, []string{"RELAY_RUKH=" + rukh, "RELAY_DIR=" + wire}, []string{relay},
 						"--method", "tools/call", "--tool-name", tools["Echo"], "--tool-arg", "word=salut")
 					r.status0(t)
@@ -239,12 +240,12 @@ func TestInspectorCLI(t *testing.T) {
 				// answers the JSON-RPC error of every unknown name. Last: it
 				// renames every tool.
 				t.Run("unknown", func(t *testing.T) {
-					next := filepath.Join(t.TempDir(), "profile.json")
+					next := filepath.Join(testhome.TempDir(t), "profile.json")
 					if err := os.WriteFile(next, []byte(strings.Replace(tsProfile, "NAMESPACE", "renamed-"+p.era, 1)), 0o644); err != nil {
 						t.Fatal(err)
 					}
 					before := len(inspectorRecords(t, rukh, home))
-					wire := t.TempDir()
+					wire := testhome.TempDir(t)
 					name := tools["Echo"]
 					r := inspect(t, []string{"RELAY_RUKH=" + rukh, "RELAY_DIR=" + wire, "RELAY_PROFILE=" + next}, []string{relay},
 						"--method", "tools/call", "--tool-name", name)
@@ -273,7 +274,7 @@ type inspector struct{ node, cli, home string }
 func inspectorInstall(t *testing.T) *inspector {
 	t.Helper()
 	bin, err := filepath.Abs(filepath.Join("inspector", "node_modules", ".bin"))
-	in := &inspector{node: filepath.Join(bin, "node"), cli: filepath.Join(bin, "inspector"), home: t.TempDir()}
+	in := &inspector{node: filepath.Join(bin, "node"), cli: filepath.Join(bin, "inspector"), home: testhome.TempDir(t)}
 	var version []byte
 	if err == nil {
 		_, err = os.Stat(in.cli)

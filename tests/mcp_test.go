@@ -27,7 +27,7 @@ import (
 // host that ran it, `rukh mcp` in process and the daemon otherwise.
 func TestMCPProcess(t *testing.T) {
 	forEachHost(t, func(t *testing.T, h *testHost) {
-		dir := t.TempDir()
+		dir := testhome.TempDir(t)
 		rel := filepath.Join(dir, "src")
 		report := func(text string) string {
 			return `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"%s"}}\n' "$RUKH_IPC_TOKEN" "` + text + `" >&3`
@@ -119,7 +119,7 @@ func TestMCPProcess(t *testing.T) {
 // exits 130. The slow command reports its parent: the host that ran it.
 func TestMCPSignalAndDiagnostics(t *testing.T) {
 	forEachHost(t, func(t *testing.T, h *testHost) {
-		dir := t.TempDir()
+		dir := testhome.TempDir(t)
 		rel := filepath.Join(dir, "src")
 		pidFile := filepath.Join(dir, "slow.pid")
 		report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"ok"}}\n' "$RUKH_IPC_TOKEN" >&3`

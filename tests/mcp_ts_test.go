@@ -51,10 +51,10 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Skipf("the TypeScript MCP client tests need node and tests/mcp/node_modules (%v); `cd tests/mcp && npm ci` enables them", err)
 	}
 
-	rel := tsRelease(t, filepath.Join(t.TempDir(), "src"))
+	rel := tsRelease(t, filepath.Join(testhome.TempDir(t), "src"))
 	var same acrossHosts // each scenario's report
 	forEachHost(t, func(t *testing.T, h *testHost) {
-		dir := t.TempDir()
+		dir := testhome.TempDir(t)
 		// The stale scenario changes the profile under a running server,
 		// so it gets a home of its own; the others share one and run in
 		// order.

@@ -69,12 +69,12 @@ func TestParity(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the echo extension needs python3 (.ci/run installs it)")
 	}
-	rel := filepath.Join(t.TempDir(), "src")
+	rel := filepath.Join(testhome.TempDir(t), "src")
 	testhome.WriteFiles(t, rel, map[string]string{"bin/echo": echoProgram, "rukh-extension.json": echoDescriptor})
 
 	var same acrossHosts // what both doors said of each case
 	forEachHost(t, func(t *testing.T, h *testHost) {
-		home := filepath.Join(t.TempDir(), "home")
+		home := filepath.Join(testhome.TempDir(t), "home")
 		a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 		if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.echo/*"],"task":"owner"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
@@ -83,7 +83,7 @@ func TestParity(t *testing.T) {
 		h.serve(t, home)
 		env := []string{"RUKH_HOME=" + home, "PATH=" + os.Getenv("PATH")}
 		// The dispatch door: the same release under the dispatch projection.
-		dhome := filepath.Join(t.TempDir(), "home-dispatch")
+		dhome := filepath.Join(testhome.TempDir(t), "home-dispatch")
 		da := testhome.InstallPinned(t, filepath.Join(dhome, "data"), rel)
 		if _, _, err := da.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["test.echo/*"],"task":"owner","projection":"dispatch"},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {

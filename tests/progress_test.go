@@ -37,7 +37,7 @@ func TestGreetProgressOverMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	forEachHost(t, func(t *testing.T, h *testHost) {
-		dir := t.TempDir()
+		dir := testhome.TempDir(t)
 		home := filepath.Join(dir, "home")
 		a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 		testhome.Apply(t, a, `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["acme.greet/*"],"task":"agent"},

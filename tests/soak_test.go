@@ -36,7 +36,7 @@ func TestSoak(t *testing.T) {
 		fmt.Sscan(n, &total)
 	}
 	const sessions = 20
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	rukh := filepath.Join(dir, "rukh")
 	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -83,7 +83,12 @@ func newWaitEnv(t *testing.T, withDaemon bool) *waitEnv {
 
 // autoHost is the ToolHost of `rukh mcp` for the home at p.
 func autoHost(p paths.Paths) *client.Auto {
-	return &client.Auto{Dialer: thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, Local: client.NewLocal(p.Data)}
+	return autoHostOf(p, buildid.ID())
+}
+
+// autoHostOf is autoHost for a daemon of the given build.
+func autoHostOf(p paths.Paths, build string) *client.Auto {
+	return &client.Auto{Dialer: thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: build}, Local: client.NewLocal(p.Data)}
 }
 
 func (w *waitEnv) listTools() {
@@ -117,7 +122,7 @@ const waitProfile = `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"exp
 // until DIR/open exists, hang until DIR/never does.
 func newWaitHome(t *testing.T) (string, paths.Paths) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	rel := filepath.Join(dir, "src")
 	report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"opened"}}\n' "$RUKH_IPC_TOKEN" >&3`
 	testhome.WriteFiles(t, rel, map[string]string{
@@ -313,21 +318,29 @@ func TestDetachedHostKilled(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	killed := false
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		if !killed {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
+		cmd.Process.Kill()
+		<-exited
 	})
-	h := autoHost(p)
-	for { // until it answers (the test's own timeout bounds this)
+	h := autoHostOf(p, hostBuild(t))
+	var dialErr error
+	for i := 0; ; i++ { // until it answers
 		s, err := h.Dialer.Dial(context.Background())
 		if err == nil {
 			s.Close()
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		dialErr = err
+		select {
+		case <-exited:
+			t.Fatalf("rukhd exited before it answered: %v", cmd.ProcessState)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if i == 3000 {
+			t.Fatalf("rukhd did not answer a client of its build %q within 30 s: %v", hostBuild(t), dialErr)
+		}
 	}
 	w := &waitEnv{t: t, dir: dir, data: p.Data, host: h, tools: map[string]string{}}
 	w.listTools()
@@ -341,8 +354,7 @@ func TestDetachedHostKilled(t *testing.T) {
 	}
 
 	cmd.Process.Kill()
-	cmd.Wait()
-	killed = true
+	<-exited
 	// No daemon now: the same host observes in-process.
 	got := w.wait("agent", []string{id}, invoke.MaxWaitTimeout)
 	if e := got.Entries[0]; e.Status != wire.WaitStopped || e.Terminal || got.TimedOut || got.AllTerminal || !reflect.DeepEqual(got.Stopped, []string{id}) {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestType(t *testing.T) {
@@ -184,7 +183,6 @@ func TestIntegerExact(t *testing.T) {
 // TestHugeExponentsAreCheap: exponents are never expanded.
 func TestHugeExponentsAreCheap(t *testing.T) {
 	lits := []string{"1e999999999", "1e-999999999", "1.5e999999999999999999999999999", "-0e999999999", "1" + strings.Repeat("0", 100000) + "e-100000"}
-	start := time.Now()
 	for _, lit := range lits {
 		allocs := testing.AllocsPerRun(10, func() {
 			n, _ := splitNumber(lit)
@@ -202,9 +200,6 @@ func TestHugeExponentsAreCheap(t *testing.T) {
 		if _, code := n.integer(); code != c.want {
 			t.Errorf("%.20s: %q, want %q", c.lit, code, c.want)
 		}
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %v", d)
 	}
 }
 

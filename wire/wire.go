@@ -354,6 +354,9 @@ type DaemonStatus struct {
 	Connections int    `cbor:"connections"`
 	InFlight    int    `cbor:"inFlight"` // running invocations
 	RSSBytes    int64  `cbor:"rssBytes"`
+	// StoreError is why the store could not be read (damaged, say); ""
+	// when it reads.
+	StoreError string `cbor:"storeError,omitempty"`
 }
 
 // Stop asks the daemon to stop: take no new work, finalize what runs,

@@ -96,3 +96,24 @@ func ForkExec(t testing.TB, prog string, env []string, frame []byte) string {
 	}
 	return line
 }
+
+// TempDir is t.TempDir for a directory that will hold a Rukh home.
+// Installed releases are read-only, directories included, so the
+// testing package's removal would fail for a user who is not root; the
+// cleanup registered here (which runs first) makes them writable again.
+func TempDir(t testing.TB) string {
+	dir := t.TempDir()
+	t.Cleanup(func() { MakeWritable(dir) })
+	return dir
+}
+
+// MakeWritable gives every directory under dir back its owner's write
+// permission, so that os.RemoveAll can remove installed releases.
+func MakeWritable(dir string) {
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+}

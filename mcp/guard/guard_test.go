@@ -326,14 +326,15 @@ func TestStalledPartialLine(t *testing.T) {
 		if !errors.Is(err, ErrReadStalled) {
 			t.Fatalf("Read = %v, want ErrReadStalled", err)
 		}
-		if d := time.Since(start); d < lim.Stall || d > lim.Stall+time.Second {
-			t.Errorf("closed after %v; the limit is %v", d, lim.Stall)
+		if d := time.Since(start); d < lim.Stall {
+			t.Errorf("closed after %v, before its limit %v", d, lim.Stall)
 		}
 		waitDone(t, h.c.readDone, "read") // Close of the pipe ended the read
 	})
+	// A trickle that reset the limit at every byte would be read whole
+	// after 420 ms; it must stall instead.
 	t.Run("trickle is not an extension", func(t *testing.T) {
 		h := newHarness(t, lim)
-		start := time.Now()
 		go func() {
 			for _, b := range []byte(ping) {
 				if _, err := h.inW.Write([]byte{b}); err != nil {
@@ -345,9 +346,6 @@ func TestStalledPartialLine(t *testing.T) {
 		_, err := h.read()
 		if !errors.Is(err, ErrReadStalled) {
 			t.Fatalf("Read = %v, want ErrReadStalled", err)
-		}
-		if d := time.Since(start); d > lim.Stall+time.Second {
-			t.Errorf("closed after %v", d)
 		}
 	})
 	t.Run("idle between lines is fine", func(t *testing.T) {
@@ -494,8 +492,8 @@ func TestBlockedWrite(t *testing.T) {
 	if _, err := h.read(); !errors.Is(err, ErrWriteStalled) {
 		t.Fatalf("Read = %v, want ErrWriteStalled", err)
 	}
-	if d := time.Since(start); d < lim.Stall || d > lim.Stall+time.Second {
-		t.Errorf("closed after %v; the limit is %v", d, lim.Stall)
+	if d := time.Since(start); d < lim.Stall {
+		t.Errorf("closed after %v, before its limit %v", d, lim.Stall)
 	}
 }
 
@@ -544,10 +542,12 @@ func TestClose(t *testing.T) {
 		if err := h.c.Write(t.Context(), &jsonrpc.Response{ID: mkID(float64(1)), Result: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
-		h.c.Close()
-		if d := time.Since(start); d > lim.Stall+time.Second {
-			t.Errorf("Close took %v", d)
+		closed := make(chan struct{})
+		go func() { h.c.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(wait):
+			t.Fatalf("Close of a connection nobody reads did not return within %v (its stall limit is %v)", wait, lim.Stall)
 		}
 	})
 	t.Run("one connection per transport", func(t *testing.T) {
