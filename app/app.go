@@ -10,8 +10,11 @@ import (
 	"syscall"
 
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/daemon"
 	"github.com/rukh-cli/rukh/internal/fds"
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/thin"
 )
 
 // Config names the CLI. Everything user-visible derives from Name: the
@@ -35,11 +38,37 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 
 // Main runs the CLI with the process's streams, environment and signals
 // and returns its exit status. When the CLI's daemon answers, the whole
-// command line runs there (see forward); otherwise here.
+// command line runs there (thin.Forward); otherwise here. It is the CLI as
+// one binary that links the core (tests use it so); the reference
+// binaries split it: the thin `rukh` (thin.Main) and the core, CoreMain.
 func Main(cfg Config, args []string) int {
 	fds.MarkInherited()
-	if status, ok := forward(cfg, args); ok {
+	if status, ok := thin.Forward(cfg.Name, args); ok {
 		return status
+	}
+	return Local(cfg, args)
+}
+
+// CoreMain is the main of the core binary, NAMEd: the daemon, or — with
+// thin.CoreFlag first — one command line run in this process, which the
+// thin client execs when no daemon serves it.
+func CoreMain(cfg Config, args []string) int {
+	if len(args) > 0 && args[0] == thin.CoreFlag {
+		fds.MarkInherited()
+		return Local(cfg, args[1:])
+	}
+	return daemon.Main(cfg.Name, args)
+}
+
+// Local runs the command line in this process, with the process's
+// streams, environment and signals.
+func Local(cfg Config, args []string) int {
+	// A command line runs at most one extension command, so everything
+	// below this process belongs to it: it adopts what that command
+	// leaves behind and kills it when the call ends. `mcp` serves many
+	// calls at once, each in a session of its own, and does not.
+	if len(args) == 0 || args[0] != "mcp" {
+		invoke.AdoptOrphans()
 	}
 	// The first Ctrl-C or SIGTERM cancels the context (a running command
 	// is stopped and recorded as interrupted); a second one has its

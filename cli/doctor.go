@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/store"
 
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"
@@ -33,18 +34,21 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				return &ExitError{Status: ExitUsage, Err: err}
 			}
 			rep := doctorReport{Socket: p.Socket(f.Name), Store: p.Store()}
+			otherBuild := false // a daemon of another build holds the store
+			damaged := false
+			var we *wire.Error
 			if f.NewHost != nil {
 				rep.Host, rep.HostWhy = "daemon", f.HostNote
 			} else {
 				rep.Host = "in-process"
 				d, _ := f.dialer()
 				_, err := d.Dial(cmd.Context())
-				var we *wire.Error
 				switch {
 				case errors.Is(err, thin.ErrNoDaemon):
 					rep.HostWhy = "no daemon answers at " + d.Socket
 				case errors.As(err, &we):
 					rep.HostWhy = "the daemon refuses this client: " + we.Message
+					otherBuild = we.Code == wire.CodeBuildMismatch
 				case err != nil:
 					rep.HostWhy = err.Error()
 				default:
@@ -56,8 +60,14 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			rep.Enforcement = h.Enforceable(cmd.Context())
-			if err := h.CheckStore(cmd.Context()); err != nil {
+			if otherBuild {
+				// It holds the store's lock for as long as it runs: waiting
+				// for it would only time out.
+				rep.StoreError = fmt.Sprintf("not checked: the daemon of another build holds it; `%s daemon restart` serves this build, whose doctor then checks it", f.Name)
+			} else if err := h.CheckStore(cmd.Context()); err != nil {
 				rep.StoreError = err.Error()
+				var ce *store.CorruptError
+				damaged = errors.As(err, &ce) || errors.As(err, &we) && we.Code == wire.CodeStoreDamaged
 			} else {
 				rep.StoreOK = true
 				if st, err := h.State(cmd.Context()); err == nil && st.Projection != nil {
@@ -73,7 +83,11 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				if rep.StoreOK {
 					fmt.Fprintf(f.IO.Out, "store:   %s: consistent, revision %d\n", rep.Store, rep.Revision)
 				} else {
-					fmt.Fprintf(f.IO.Out, "store:   %s: DAMAGED: %s\n", rep.Store, rep.StoreError)
+					how := "UNAVAILABLE"
+					if damaged {
+						how = "DAMAGED"
+					}
+					fmt.Fprintf(f.IO.Out, "store:   %s: %s: %s\n", rep.Store, how, rep.StoreError)
 				}
 				for _, name := range []string{"host", "restricted", "strict"} {
 					fmt.Fprintf(f.IO.Out, "enforcement %-11s %s\n", name+":", rep.Enforcement[name])

@@ -4,23 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
 )
 
-// Exit statuses. This is the one table; README.md documents it.
+// Exit statuses: the one table is package exitcode; README.md documents it.
 const (
-	ExitOK          = 0
-	ExitFailed      = 1   // the check or operation found problems (e.g. an invalid release)
-	ExitUsage       = 2   // invalid input: unknown flag, wrong type, missing argument
-	ExitUnavailable = 69  // unsupported or unavailable
-	ExitSoftware    = 70  // execution failure
-	ExitTempFail    = 75  // host or store unavailable
-	ExitDenied      = 77  // denied
-	ExitDeadline    = 124 // deadline expired
-	ExitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM)
-	ExitBrokenPipe  = 141 // stdout's reader went away (128 + SIGPIPE)
+	ExitOK          = exitcode.OK
+	ExitFailed      = exitcode.Failed
+	ExitUsage       = exitcode.Usage
+	ExitUnavailable = exitcode.Unavailable
+	ExitSoftware    = exitcode.Software
+	ExitTempFail    = exitcode.TempFail
+	ExitDenied      = exitcode.Denied
+	ExitDeadline    = exitcode.Deadline
+	ExitInterrupted = exitcode.Interrupted
+	ExitBrokenPipe  = exitcode.BrokenPipe
 )
 
 // OutcomeStatus maps an invocation's outcome to the exit status

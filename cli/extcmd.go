@@ -49,8 +49,9 @@ func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []
 	if err != nil {
 		return err
 	}
+	helpOnly := len(words) == 0 || words[0] == "help" || words[0] == "--help" || words[0] == "-h"
 	var target *invoke.Target
-	if len(words) > 0 && !strings.HasPrefix(words[0], "-") {
+	if !helpOnly && !strings.HasPrefix(words[0], "-") {
 		target, _, err = host.Resolve(ctx, words)
 		if err != nil && !errors.Is(err, invoke.ErrNoCommand) {
 			return err
@@ -64,6 +65,12 @@ func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []
 		return nil
 	}
 	routes, err := host.Children(ctx, nil)
+	if err != nil && helpOnly {
+		// The help of the built-in commands needs no store (a daemon of
+		// another build may hold it): say what is missing, and show it.
+		fmt.Fprintf(f.IO.ErrOut, "%s: extension commands are not listed: %v\n", f.Name, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -212,7 +219,7 @@ func newExtensionCmd(f *Factory, host client.Host, t *invoke.Target) *cobra.Comm
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		req := &invoke.Request{
 			Transport: invoke.TransportCLI, Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut,
-			Dir: f.Dir, Env: f.Env, Interactive: isTerminal(f.IO.In), OnStart: f.OnInvocation,
+			Dir: f.Dir, Env: f.Env, Interactive: isTerminal(f.IO.In), OnStart: f.OnInvocation, Spawner: f.Spawner,
 			OnProgress: func(p extproto.Progress) { printProgress(f, p) },
 		}
 		if passthrough {

@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"github.com/rukh-cli/rukh/invoke"
 	"io"
 	"path/filepath"
 	"runtime/debug"
@@ -41,6 +42,10 @@ type Factory struct {
 	// OnInvocation, when set, learns each invocation's id as it starts
 	// (rukhd tells the thin client, so a lost daemon can be reported).
 	OnInvocation func(id string)
+	// Spawner, when set, starts extension commands instead of this
+	// process: rukhd has the client that forwarded the command line start
+	// them, in the caller's own job (invoke.Request.Spawner).
+	Spawner invoke.Spawner
 	// HostNote says which host this process serves through and why, for
 	// `doctor`.
 	HostNote string

@@ -107,6 +107,9 @@ type invocationJSON struct {
 	Reason     string     `json:"reason,omitempty"`
 	ExitStatus int        `json:"exitStatus"`
 	Detail     string     `json:"detail,omitempty"`
+	// HostPID is the process that admitted the call and recorded it: the
+	// in-process core, rukhd, or `rukh mcp`.
+	HostPID int `json:"hostPid"`
 	// Enforcement is the profile the task applied; Effects what the
 	// command reported; Action, Resource and ApprovalID what a refusal
 	// refused (or the approval a call ran under).
@@ -120,7 +123,7 @@ type invocationJSON struct {
 func toInvocationJSON(inv *store.Invocation) invocationJSON {
 	r := invocationJSON{ID: inv.ID, Command: inv.Identity, Release: inv.Digest, Revision: inv.Revision,
 		Transport: inv.Transport, Task: inv.Task, StartedAt: inv.StartedAt, Outcome: inv.Outcome,
-		Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail,
+		Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail, HostPID: inv.PID,
 		Enforcement: inv.Enforcement, Effects: inv.Effects, Action: inv.Attempt.Action, Resource: inv.Attempt.Resource,
 		ApprovalID: inv.Attempt.ApprovalID}
 	if !inv.FinishedAt.IsZero() {

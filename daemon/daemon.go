@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/invoke"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -317,12 +318,21 @@ type call struct {
 	reason atomic.Pointer[string]
 }
 
-func (s *Server) watch(ctx context.Context, c *wire.Conn) *call {
+// watch reads what the client sends while an operation runs: Cancel, and
+// for an Exec whose command the client starts (sp, else nil) its Spawned
+// and Exited. The connection's end cancels the operation.
+func (s *Server) watch(ctx context.Context, c *wire.Conn, sp *clientSpawner) *call {
 	cl := &call{}
 	cl.ctx, cl.cancel = context.WithCancel(ctx)
 	go func() {
+		if sp != nil {
+			defer close(sp.gone)
+		}
 		for {
 			m, files, err := c.Receive()
+			if err == nil && sp != nil && (m.Spawned != nil || m.Exited != nil) && sp.route(m, files) {
+				continue
+			}
 			closeAll(files)
 			if err != nil {
 				r := "interrupted"
@@ -362,13 +372,14 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 	switch {
 	case req.Exec != nil:
 		defer closeAll(files)
-		if len(files) != wire.MaxFiles {
+		if len(files) != wire.ExecFiles {
 			fail(wire.Errorf(wire.CodeBadRequest, "exec needs stdin, stdout and stderr"))
 			return
 		}
-		cl := s.watch(ctx, c)
+		sp := newClientSpawner(c)
+		cl := s.watch(ctx, c, sp)
 		defer cl.cancel()
-		status := s.exec(cl.ctx, req.Exec, files, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
+		status := s.exec(cl.ctx, req.Exec, files, sp, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
 		reply(&wire.Msg{Exit: &wire.Exit{Status: status}})
 	case req.BindTask != nil:
 		task, err := s.Host.BindTask(ctx, req.BindTask.Task)
@@ -385,7 +396,7 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 		}
 		reply(&wire.Msg{ToolPage: page})
 	case req.CallTool != nil:
-		cl := s.watch(ctx, c)
+		cl := s.watch(ctx, c, nil)
 		defer cl.cancel()
 		opts := seam.CallOptions{
 			CancelReason: cl.why,
@@ -407,7 +418,7 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 		reply(&wire.Msg{CallResult: res})
 	case req.WaitInvocations != nil:
 		// Observing only: the client going away ends the wait, never a run.
-		cl := s.watch(ctx, c)
+		cl := s.watch(ctx, c, nil)
 		defer cl.cancel()
 		w := req.WaitInvocations
 		if w.TimeoutMs < 0 || w.TimeoutMs > wire.MaxWaitTimeoutMs {
@@ -440,7 +451,7 @@ func (w diagWriter) Write(p []byte) (int, error) {
 
 // exec runs one command line of the CLI on the daemon's core, with the
 // client's streams, directory and environment, and returns its status.
-func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, onStart func(string)) int {
+func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp invoke.Spawner, onStart func(string)) int {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	// The command line must mean the same files here as in the client: a
@@ -460,6 +471,7 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, onSta
 		Env:          e.Env,
 		NewHost:      func() (client.Host, error) { return s.Host, nil },
 		OnInvocation: onStart,
+		Spawner:      sp,
 		HostNote:     fmt.Sprintf("daemon: %sd pid %d at %s", s.Name, os.Getpid(), s.Paths.Socket(s.Name)),
 	}
 	return cli.Execute(ctx, f, e.Args)

@@ -49,7 +49,7 @@ func TestDescriptorJSONSchema(t *testing.T) {
 		}
 		return sch.Validate(inst)
 	}
-	for _, dir := range []string{"deploy", "greet", "legacy"} {
+	for _, dir := range []string{"ask", "deploy", "greet", "legacy"} {
 		data, err := os.ReadFile(filepath.Join("..", "examples", dir, descriptor.FileName))
 		if err != nil {
 			t.Fatal(err)

@@ -39,7 +39,7 @@ const FD = 3
 const (
 	EnvFD           = "RUKH_IPC_FD"        // the channel descriptor, "3"
 	EnvToken        = "RUKH_IPC_TOKEN"     // 64 hex digits, fresh per invocation; echoed in the complete frame
-	EnvInvocationID = "RUKH_INVOCATION_ID" // the invocation ID, as in the invoke frame
+	EnvInvocationID = "RUKH_INVOCATION_ID" // the invocation ID, as in the invoke frame (envpolicy.InvocationID)
 	EnvCommand      = "RUKH_COMMAND"       // the canonical command identity, <package>/<command id>
 )
 

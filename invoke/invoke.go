@@ -120,6 +120,9 @@ type Request struct {
 	OnProgress     func(extproto.Progress)
 	CancelReason   func() string   // why ctx was cancelled: ReasonInterrupted (default) or ReasonClientCancelled
 	Diagnostics    *DiagnosticsLog // where drained output and outcomes are logged; nil logs nothing
+	// Spawner, when set, starts the command instead of this process
+	// (rukhd: the client that forwarded the command line does).
+	Spawner Spawner
 }
 
 // Outcome is the committed result of an invocation.

@@ -85,16 +85,3 @@ func reap(id string) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
-
-// signalGroup sends sig to the process group pgid, ignoring a group that
-// is already gone.
-func signalGroup(pgid int, sig syscall.Signal) {
-	if pgid > 0 {
-		_ = syscall.Kill(-pgid, sig)
-	}
-}
-
-// groupAlive reports whether any process is left in group pgid.
-func groupAlive(pgid int) bool {
-	return pgid > 0 && syscall.Kill(-pgid, 0) == nil
-}

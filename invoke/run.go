@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/envpolicy"
+	"github.com/rukh-cli/rukh/spawn"
 	"io"
 	"net"
 	"os"
@@ -34,31 +36,20 @@ const (
 	sendTimeout = 2 * time.Second
 )
 
-// EnvAllowlist is the caller's environment a command sees; everything
-// else is dropped, and the RUKH_IPC_* variables are always the host's own.
-var EnvAllowlist = []string{
-	"HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "COLORTERM", "NO_COLOR",
-	"LANG", "LANGUAGE", "TZ", "TMPDIR",
-}
+// EnvAllowlist is the caller's environment a command sees
+// (envpolicy.Allowlist).
+var EnvAllowlist = envpolicy.Allowlist
 
+// childEnv is the environment a command starts with: the caller's that
+// the policy allows, then extra.
 func childEnv(caller []string, extra ...string) []string {
 	var env []string
 	for _, kv := range caller {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "LC_") || containsString(EnvAllowlist, name) {
+		if name, _, _ := strings.Cut(kv, "="); envpolicy.Allowed(name) {
 			env = append(env, kv)
 		}
 	}
 	return append(env, extra...)
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // channelResult is what the host read from the private channel.
@@ -136,17 +127,19 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	} else {
 		env = append(env, extproto.EnvFD+"=3", extproto.EnvToken+"="+token, extproto.EnvCommand+"="+cmd.Identity)
 	}
-	ex := &exec.Cmd{Path: prog, Args: args, Dir: req.Dir, Env: env,
-		// Pdeathsig: the command dies with its host (a kill -9 of rukh or
-		// rukhd included). It covers the command's own process; what it
-		// started in its group is killed by the host's cleanup when the
-		// host lives. The signal follows the forking OS thread, which the
-		// Go runtime does not end while the process lives.
-		// A command an agent called (MCP) also gets a session of its own:
-		// no controlling terminal, so it can neither read the owner's
-		// terminal nor ask on it (nor pass for the owner at `rukh approve`).
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: req.Transport != TransportMCP, Setsid: req.Transport == TransportMCP,
-			Pdeathsig: syscall.SIGKILL}}
+	// The command dies with its host (a kill -9 of rukh or rukhd
+	// included); what it started in its group is killed by the host's
+	// cleanup when the host lives. A command an agent called (MCP) gets a
+	// session of its own: no controlling terminal, so it can neither read
+	// the owner's terminal nor ask on it (nor pass for the owner at `rukh
+	// approve`). A CLI command gets a group of its own, or joins its
+	// host's job in the foreground of the caller's terminal (package
+	// spawn).
+	iso := spawn.Group
+	if req.Transport == TransportMCP {
+		iso = spawn.Session
+	}
+	ex := &exec.Cmd{Path: prog, Args: args, Dir: req.Dir, Env: env}
 	if req.Stdin != nil {
 		ex.Stdin = req.Stdin
 		ex.WaitDelay = channelGrace // a stdin copy must not outlive the command
@@ -225,20 +218,26 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		}
 		return &Outcome{Outcome: Cancelled, Reason: reason, Message: fmt.Sprintf("%s was cancelled before it started (%s)", cmd.Identity, reason)}
 	}
-	err := ex.Start()
+	var proc Process
+	var err error
+	if req.Spawner != nil {
+		proc, err = req.Spawner.Spawn(ex, iso)
+	} else {
+		proc, err = startLocal(ex, iso)
+	}
 	closeAll(closeAfterStart)
 	if err != nil {
 		closeAll(readEnds)
 		return enf.startError(cmd.Identity, err)
 	}
-	pgid := ex.Process.Pid
+	signal := proc.Signal
 
 	reports := make(chan channelResult, 1)
 	if managed {
 		go readChannel(conn, frame, req.OnProgress, reports)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- ex.Wait() }()
+	waited := make(chan int, 1)
+	go func() { waited <- proc.Wait() }()
 
 	// Wait for the process, stopping it on cancellation or at the deadline:
 	// SIGTERM to the group, then SIGKILL when the grace period (which
@@ -251,15 +250,15 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	stop := func(reason string) {
 		if cause == "" {
 			cause = reason
-			signalGroup(pgid, syscall.SIGTERM)
+			signal(syscall.SIGTERM)
 			kill = time.After(c.Grace)
 		}
 	}
-	var waitErr error
+	var status int
 wait:
 	for {
 		select {
-		case waitErr = <-waited:
+		case status = <-waited:
 			break wait
 		case <-done:
 			done = nil
@@ -272,11 +271,22 @@ wait:
 			stop(ReasonDeadline)
 		case <-kill:
 			kill = nil
-			signalGroup(pgid, syscall.SIGKILL)
+			signal(syscall.SIGKILL)
 		}
 	}
-	// Cleanup: whatever is left of the group (grandchildren) dies now.
-	signalGroup(pgid, syscall.SIGKILL)
+	// In the foreground, Ctrl-C reaches the command and this host at once,
+	// and the command may end first: it was interrupted all the same.
+	if proc.InForeground() && cause == "" && (ctx.Err() != nil || status == 128+int(syscall.SIGINT)) {
+		cause = ReasonInterrupted
+		if ctx.Err() != nil && req.CancelReason != nil {
+			cause = req.CancelReason()
+		}
+	}
+	// Cleanup: whatever is left of the group (grandchildren) dies now,
+	// and in a host of one call every process below it, whatever its
+	// group or session.
+	signal(syscall.SIGKILL)
+	spawn.KillOrphans()
 
 	var rep channelResult
 	if managed {
@@ -307,7 +317,7 @@ wait:
 		}
 		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: fmt.Sprintf("cannot start %s: %s", cmd.Identity, msg)}
 	}
-	out := finalize(cmd, managed, token, cause, ad, rep, exitStatus(waitErr))
+	out := finalize(cmd, managed, token, cause, ad, rep, status)
 	out.Diagnostics = Diagnostics{
 		StdoutBytes: outDrain.total.Load(), StderrBytes: errDrain.total.Load(),
 		StdoutDropped: outDrain.dropped.Load(), StderrDropped: errDrain.dropped.Load(),
@@ -348,21 +358,6 @@ func readChannel(conn net.Conn, frame []byte, onProgress func(extproto.Progress)
 		}
 		res.complete = f.Complete
 	}
-}
-
-// exitStatus is the command's exit status, 128+N when killed by signal N.
-func exitStatus(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	return -1
 }
 
 // finalize decides the outcome from the cause of stopping, the channel and

@@ -13,7 +13,8 @@ import (
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
-// BenchmarkCLI measures, in one run, a whole `rukh hello` process (resolve
+// BenchmarkCLI measures, in one run, an empty Go program and `rukh
+// version` without and with a daemon, and a whole `rukh hello` process (resolve
 // from the route index, admit, record, run the Go example extension over
 // rukh.ipc/1, validate, finalize) against running the same extension
 // program directly with a prepared channel, with 10 and 2,000 installed
@@ -31,6 +32,30 @@ func BenchmarkCLI(b *testing.B) {
 	b.Run("direct", func(b *testing.B) {
 		for b.Loop() {
 			runDirect(b, filepath.Join(hello, "bin", "hello"))
+		}
+	})
+	// The floor of any Go program's start, for `rukh version`'s ratio.
+	empty := filepath.Join(dir, "empty")
+	build(b, empty, "./testdata/empty")
+	b.Run("empty-go-program", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command(empty).Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	versionHome := filepath.Join(dir, "home-version")
+	versionEnv := append(os.Environ(), "RUKH_HOME="+versionHome)
+	b.Run("version", func(b *testing.B) {
+		for b.Loop() {
+			rukhCmd(b, versionEnv, rukh, "version")
+		}
+	})
+	b.Run("version-daemon", func(b *testing.B) {
+		rukhCmd(b, versionEnv, rukh, "daemon", "start")
+		b.Cleanup(func() { rukhCmd(b, versionEnv, rukh, "daemon", "stop") })
+		for b.Loop() {
+			rukhCmd(b, versionEnv, rukh, "version")
 		}
 	})
 	for _, n := range []int{10, 2000} {

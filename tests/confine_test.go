@@ -46,10 +46,7 @@ func newConfined(t *testing.T, enf string) *confined {
 	t.Helper()
 	c := &confined{dir: testhome.TempDir(t)}
 	bin := filepath.Join(c.dir, "bin")
-	c.rukh = filepath.Join(bin, "rukh")
-	if out, err := exec.Command("go", "build", "-o", c.rukh, "../cmd/rukh").CombinedOutput(); err != nil {
-		t.Fatalf("go build rukh: %v\n%s", err, out)
-	}
+	c.rukh = cliInto(t, bin)
 	if err := sandbox.Build(filepath.Join(bin, "rukh-sandbox")); err != nil {
 		t.Fatal(err)
 	}
@@ -318,10 +315,7 @@ func TestConfinementMCP(t *testing.T) {
 // call is admitted. Nothing is re-run.
 func TestChildDiesWithHost(t *testing.T) {
 	dir := testhome.TempDir(t)
-	rukh := filepath.Join(dir, "rukh")
-	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	rukh := cliInto(t, filepath.Join(dir, "bin"))
 	rel := filepath.Join(dir, "rel")
 	runs := filepath.Join(dir, "runs")
 	script := "#!/bin/sh\necho run >> " + runs + "\nsleep 300 &\necho $! > " + dir + "/grandchild\ntrap '' TERM\necho $$ > " + dir + "/child\nwait\n"
@@ -393,10 +387,7 @@ func sleep10ms() { time.Sleep(10 * time.Millisecond) }
 // what to do, before anything is read from it.
 func TestInsecureDataDir(t *testing.T) {
 	dir := testhome.TempDir(t)
-	rukh := filepath.Join(dir, "rukh")
-	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	rukh := cliInto(t, filepath.Join(dir, "bin"))
 	home := filepath.Join(dir, "home")
 	data := filepath.Join(home, "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {

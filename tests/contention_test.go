@@ -72,10 +72,7 @@ type callRun struct {
 
 func contention(t *testing.T, calls, owners int) {
 	dir := testhome.TempDir(t)
-	rukh := filepath.Join(dir, "rukh")
-	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	rukh := cliInto(t, filepath.Join(dir, "bin"))
 	home := filepath.Join(dir, "home")
 	rel := filepath.Join(dir, "stamp")
 	testhome.WriteFiles(t, rel, stampExt)

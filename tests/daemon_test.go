@@ -117,6 +117,7 @@ func TestDaemon(t *testing.T) {
 		{"SocketActivation", testDaemonSocketActivation},
 		{"OtherUser", testDaemonOtherUser},
 		{"KilledMidCall", testDaemonKilledMidCall},
+		{"ClientKilledMidCall", testDaemonClientKilledMidCall},
 		{"RestartUnderMCP", testDaemonRestartUnderMCP},
 		{"BuildMismatch", testDaemonBuildMismatch},
 		{"ReplacedBinary", testDaemonReplacedBinary},
@@ -262,9 +263,13 @@ func (h *dtHome) must(args ...string) string {
 	return out
 }
 
-// ppid runs `rukh ppid` and returns the pid of the process that ran the
+// ppid runs `rukh ppid` and returns the pid of the host that ran the
 // command, and that of the client.
-func (h *dtHome) ppid() (parent, client int) {
+//
+// The command itself is always the client's child (a CLI command runs in
+// the caller's job; through rukhd the client starts it, ADR 0008), which
+// ppid requires; the host is the process its record names.
+func (h *dtHome) ppid() (host, client int) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), dtHangGuard)
 	defer cancel()
@@ -276,11 +281,21 @@ func (h *dtHome) ppid() (parent, client int) {
 	if err != nil {
 		h.t.Fatalf("rukh ppid: %v\n%s", err, stderr.String())
 	}
-	parent, err = strconv.Atoi(string(out))
+	parent, err := strconv.Atoi(string(out))
 	if err != nil {
 		h.t.Fatalf("rukh ppid printed %q: %v", out, err)
 	}
-	return parent, cmd.Process.Pid
+	if parent != cmd.Process.Pid {
+		h.t.Errorf("the command ran under pid %d, not its client %d", parent, cmd.Process.Pid)
+	}
+	var recs []struct {
+		Command string `json:"command"`
+		HostPID int    `json:"hostPid"`
+	}
+	if err := json.Unmarshal([]byte(h.must("invocations", "list", "--json", "-n", "1")), &recs); err != nil || len(recs) != 1 || recs[0].Command != "test.daemon/ppid" {
+		h.t.Fatalf("the record of rukh ppid: %+v, %v", recs, err)
+	}
+	return recs[0].HostPID, cmd.Process.Pid
 }
 
 // runs reads how many times the extension command name ran.
@@ -723,6 +738,73 @@ func testDaemonKilledMidCall(t *testing.T, b *dtBins) {
 	}
 }
 
+// 3b. kill -9 of the client while its command runs. The daemon had the
+// client start the command (ADR 0008), so the command dies with the
+// client (Pdeathsig); the daemon sees the client go, stops waiting and
+// records the invocation cancelled/interrupted at once — its slot is free,
+// nothing is re-run, and the daemon serves on.
+func testDaemonClientKilledMidCall(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	d := h.startDaemon(b.rukhd, b.build)
+	client := exec.Command(h.rukh, "slow")
+	client.Env = h.env
+	client.Stdout, client.Stderr = io.Discard, io.Discard
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { client.Wait(); close(exited) }()
+	t.Cleanup(func() { client.Process.Kill(); <-exited })
+	var shPID, ppid int
+	var id string
+	for i := 0; ; i++ {
+		if data, err := os.ReadFile(filepath.Join(h.dir, "slow.pid")); err == nil {
+			if _, err := fmt.Sscan(string(data), &shPID, &id); err != nil {
+				t.Fatalf("slow.pid: %q: %v", data, err)
+			}
+			break
+		}
+		if i == 3000 {
+			t.Fatal("the slow command did not start within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { syscall.Kill(-shPID, syscall.SIGKILL) })
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", shPID)); err == nil {
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		ppid, _ = strconv.Atoi(fields[1])
+	}
+	if ppid != client.Process.Pid {
+		t.Errorf("the command runs under pid %d, want the client %d (the daemon is %d)", ppid, client.Process.Pid, d.cmd.Process.Pid)
+	}
+	client.Process.Signal(syscall.SIGKILL)
+	<-exited
+	dtWaitGone(t, shPID, "the slow command")
+	var recs []dtRecord
+	for i := 0; ; i++ {
+		recs = h.invocations()
+		if len(recs) == 1 && recs[0].Outcome != "" {
+			break
+		}
+		if i == 3000 {
+			t.Fatalf("the invocation was not finalized within 30 s of its client's death: %+v", recs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if recs[0].ID != id || recs[0].Outcome != "cancelled" || recs[0].Reason != "interrupted" {
+		t.Errorf("the record: %+v; want %s cancelled/interrupted", recs[0], id)
+	}
+	if n := h.runs("slow"); n != 1 {
+		t.Errorf("the slow command ran %d times, want once", n)
+	}
+	if _, errOut, code := h.run("daemon", "stop"); code != 0 {
+		t.Errorf("rukh daemon stop: exit %d: %s", code, errOut)
+	}
+	if code := d.wait(t); code != 0 {
+		t.Errorf("the daemon exited %d:\n%s", code, d.logText())
+	}
+}
+
 // 4. `rukh mcp` keeps serving while the daemon restarts and stops under
 // it: the first call runs in the first daemon, the second in the
 // restarted one, the third in rukh mcp itself; all are recorded via mcp.
@@ -807,9 +889,10 @@ func testDaemonRestartUnderMCP(t *testing.T, b *dtBins) {
 }
 
 // 5a. A rukh of build B meets a rukhd of build A: exit 75 naming both
-// builds and `rukh daemon restart`, nothing runs, doctor says why it
-// would run in-process; and `rukh daemon restart` does what the message
-// says: it replaces the daemon with one of build B.
+// builds and `rukh daemon restart`, nothing runs; version, help and
+// doctor still answer (doctor says why it would run in-process); and
+// `rukh daemon restart` does what the message says: it replaces the
+// daemon with one of build B.
 func testDaemonBuildMismatch(t *testing.T, b *dtBins) {
 	h := dtNewHome(t, b)
 	d := h.startDaemon(b.rukhdA, b.buildA)
@@ -822,9 +905,27 @@ func testDaemonBuildMismatch(t *testing.T, b *dtBins) {
 	if n := h.runs("ppid"); n != 0 {
 		t.Errorf("the command ran %d times against a daemon of another build", n)
 	}
-	// doctor is forwarded like any command line, so it is refused alike.
-	if out, errOut, code := h.run("doctor", "--json"); code != 75 || out != "" || errOut != "rukh: "+msg+"\n" {
-		t.Errorf("rukh doctor against another build: exit %d, stdout %q, stderr %q", code, out, errOut)
+	// version, help and doctor still answer, from the client's own core:
+	// doctor says why it would run in-process and does not wait for the
+	// store the other daemon holds.
+	if out, errOut, code := h.run("version"); code != 0 || !strings.Contains(out, "build: "+b.build) {
+		t.Errorf("rukh version against another build: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, help := range []string{"--help", "help"} {
+		if out, errOut, code := h.run(help); code != 0 || !strings.Contains(out, "Usage:") {
+			t.Errorf("rukh %s against another build: exit %d, stdout %q, stderr %q", help, code, out, errOut)
+		}
+	}
+	out, errOut, code = h.run("doctor", "--json")
+	var rep struct {
+		Host       string `json:"host"`
+		HostReason string `json:"hostReason"`
+		StoreOK    bool   `json:"storeOk"`
+		StoreError string `json:"storeError"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 75 || rep.Host != "in-process" ||
+		rep.HostReason != "the daemon refuses this client: "+msg || rep.StoreOK || !strings.Contains(rep.StoreError, "not checked: the daemon of another build holds it") {
+		t.Errorf("rukh doctor against another build: exit %d, stdout %q, stderr %q (%v)", code, out, errOut, err)
 	}
 
 	// The daemon commands reach it all the same.
@@ -981,7 +1082,7 @@ func testDaemonBadFrames(t *testing.T, b *dtBins) {
 		exchange(tc.name+" as the request", true, tc.data, tc.halfClose, tc.want)
 	}
 	noFiles, _ := wire.Encode(nil, &wire.Msg{Exec: &wire.Exec{Args: []string{"ppid"}, Dir: "/"}})
-	exchange("an exec without descriptors", true, noFiles, false, "exec needs stdin, stdout and stderr")
+	exchange("an exec without descriptors", true, noFiles, false, "0 descriptors with exec (its stdin, stdout and stderr); it takes 3")
 	hello, _ := wire.Encode(nil, &wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: b.build, Name: "rukh"}})
 	exchange("a second hello", true, hello, false, "not a request")
 	status, _ := wire.Encode(nil, &wire.Msg{Status: &wire.Status{}})

@@ -13,7 +13,7 @@ echo "RUKH_HOME=$RUKH_HOME"
 step rukh version
 
 # An extension author checks releases before publishing them.
-for ext in examples/deploy examples/greet examples/legacy examples/hello-go; do
+for ext in examples/deploy examples/greet examples/legacy examples/hello-go examples/ask; do
 	step rukh ext validate "$ext"
 done
 printf '\n\033[1m$ rukh ext validate tests/testdata/broken-release\033[0m   (refused, exit status 1)\n'
@@ -25,7 +25,7 @@ fi
 # The publisher signs and packs; the owner trusts the publisher and installs.
 step rukh trust keygen "$RUKH_HOME/acme.key"
 step rukh trust add acme "$RUKH_HOME/acme.key.pub"
-for ext in deploy greet legacy hello-go; do
+for ext in deploy greet legacy hello-go ask; do
 	step rukh ext pack "examples/$ext" --key "$RUKH_HOME/acme.key" -o "$RUKH_HOME/$ext.tar.gz"
 	step rukh ext install "$RUKH_HOME/$ext.tar.gz"
 done
@@ -39,6 +39,13 @@ step rukh deploy status --env stage --limit 1
 step rukh ds -e prod --json
 step rukh hello Rukh --count 2
 step rukh legacy run --raw 'argv, untouched'
+# A command that asks at the terminal, as the shell's own child would; here
+# `script` gives it a terminal and types the answer.
+ask() {
+	printf '\n\033[1m$ rukh ask\033[0m   (at a terminal; answering "%s")\n' "$1"
+	printf '%s\n' "$1" | script -qec "rukh ask" /dev/null
+}
+ask Ada
 printf '\n\033[1m$ rukh deploy status --env stage --limit 1.5\033[0m   (refused, exit status 2)\n'
 if rukh deploy status --env stage --limit 1.5; then
 	echo "1.5 was accepted as an integer" >&2
@@ -78,6 +85,7 @@ step rukh daemon start
 step rukh daemon status
 step rukh greet Ana -n 2
 step rukh deploy status --env stage --limit 1
+ask Grace
 step rukh doctor
 step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent via rukhd","times":1}'
 step rukh invocations list -n 4

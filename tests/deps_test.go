@@ -1,7 +1,11 @@
 package tests
 
 import (
+	"flag"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -17,7 +21,8 @@ func TestDependencies(t *testing.T) {
 		onlyRukh  []string // when set: the only project packages allowed
 	}{
 		{"../mcp", []string{"go.etcd.io/bbolt"}, []string{"wire", "seam", "mcp"}},
-		{"../thin", []string{"go.etcd.io/bbolt", "github.com/spf13/cobra"}, []string{"wire", "thin"}},
+		{"../thin", []string{"go.etcd.io/bbolt", "github.com/spf13/cobra"}, []string{"wire", "thin", "paths", "envpolicy", "exitcode", "spawn", "internal/buildid", "internal/fds"}},
+		{"../cmd/rukh", nil, []string{"cmd/rukh", "wire", "thin", "paths", "envpolicy", "exitcode", "spawn", "internal/buildid", "internal/fds"}},
 		{"../wire", nil, []string{"wire"}},
 		{"../seam", nil, []string{"wire", "seam"}},
 		{"../cmd/rukh", []string{"github.com/rukh-cli/rukh/daemon", "github.com/coreos/go-systemd"}, nil},
@@ -45,5 +50,47 @@ func TestDependencies(t *testing.T) {
 				t.Errorf("%s depends on github.com/rukh-cli/rukh/%s; only %v may be reached", tc.pkg, rest, tc.onlyRukh)
 			}
 		}
+	}
+}
+
+var updateDeps = flag.Bool("update", false, "rewrite ../cmd/rukh/depaware.txt from what cmd/rukh links")
+
+// TestThinClientDeps: the thin `rukh` links exactly the packages listed in
+// cmd/rukh/depaware.txt — leaf packages of this module and what they
+// need, nothing of the core (no bbolt, MCP SDK, cobra or net/http), so it
+// starts about as fast as a program that does nothing. A change that
+// makes it link more fails here; if that is meant, `go test ./tests -run
+// TestThinClientDeps -update` rewrites the list for the reviewer to see.
+// The standard library is checked by its absentees, since its internal
+// packages change with the Go version.
+func TestThinClientDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../cmd/rukh").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ../cmd/rukh: %v", err)
+	}
+	var got []string
+	for _, dep := range strings.Fields(string(out)) {
+		first, _, _ := strings.Cut(dep, "/")
+		switch {
+		case strings.Contains(first, "."):
+			got = append(got, dep)
+		case dep == "net/http", dep == "encoding/json", dep == "crypto/tls", dep == "text/template":
+			t.Errorf("cmd/rukh links %s, which the thin client must not", dep)
+		}
+	}
+	sort.Strings(got)
+	text := "# What cmd/rukh links besides the standard library (tests/deps_test.go).\n" + strings.Join(got, "\n") + "\n"
+	golden := filepath.Join("..", "cmd", "rukh", "depaware.txt")
+	if *updateDeps {
+		if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != text {
+		t.Errorf("cmd/rukh links other packages than %s lists:\n got:\n%s\nwant:\n%s\n(rerun with -update if that is meant)", golden, text, want)
 	}
 }

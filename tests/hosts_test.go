@@ -287,6 +287,30 @@ func hostBinaries(t testing.TB) (rukh, rukhd string) {
 	return filepath.Join(hostBins.dir, "rukh"), filepath.Join(hostBins.dir, "rukhd")
 }
 
+// cliInto puts the built rukh and rukhd (hard links to hostBinaries')
+// into dir, for a test that needs something beside them (rukh-sandbox),
+// and returns rukh's path: the thin rukh runs rukhd beside it.
+func cliInto(t testing.TB, dir string) string {
+	t.Helper()
+	rukh, rukhd := hostBinaries(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{rukh, rukhd} {
+		dst := filepath.Join(dir, filepath.Base(src))
+		if err := os.Link(src, dst); err != nil {
+			data, rerr := os.ReadFile(src)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if err := os.WriteFile(dst, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return filepath.Join(dir, "rukh")
+}
+
 // hostBuild is the build id of the binaries hostBinaries built: what a
 // client in this test process must present to their daemon.
 func hostBuild(t testing.TB) string {

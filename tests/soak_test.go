@@ -37,10 +37,7 @@ func TestSoak(t *testing.T) {
 	}
 	const sessions = 20
 	dir := testhome.TempDir(t)
-	rukh := filepath.Join(dir, "rukh")
-	if out, err := exec.Command("go", "build", "-o", rukh, "../cmd/rukh").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	rukh := cliInto(t, filepath.Join(dir, "bin"))
 	runs := filepath.Join(dir, "runs")
 	os.MkdirAll(runs, 0o755)
 	rel := filepath.Join(dir, "rel")

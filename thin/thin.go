@@ -30,6 +30,7 @@ var ErrNoDaemon = errors.New("no daemon answers")
 
 // Error is a failure to reach or keep the daemon, with what to do.
 type Error struct {
+	Name   string // the CLI's name, e.g. "rukh": its daemon is NAMEd
 	Socket string
 	Op     string // what failed: "dial", "hello", "call"
 	Err    error
@@ -39,7 +40,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	msg := fmt.Sprintf("rukhd at %s: %s: %v", e.Socket, e.Op, e.Err)
+	daemon := "the daemon"
+	if e.Name != "" {
+		daemon = e.Name + "d"
+	}
+	msg := fmt.Sprintf("%s at %s: %s: %v", daemon, e.Socket, e.Op, e.Err)
 	if e.InvocationID != "" {
 		msg += fmt.Sprintf(" (invocation %s was running; its outcome is recorded when the daemon restarts)", e.InvocationID)
 	}
@@ -59,6 +64,7 @@ type Dialer struct {
 type Session struct {
 	c      *wire.Conn
 	socket string
+	name   string     // the CLI's
 	Daemon wire.Hello // what the daemon said of itself
 	// refused is a daemon's build_mismatch, for a session that may still
 	// send Status or Stop (Manage).
@@ -96,10 +102,10 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 		return nil, ErrNoDaemon
 	}
 	if err != nil {
-		return nil, &Error{Socket: d.Socket, Op: "dial", Err: err}
+		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "dial", Err: err}
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return nil, &Error{Socket: d.Socket, Op: "dial", Err: fmt.Errorf("the socket belongs to uid %d, not to you; remove it", st.Uid)}
+		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "dial", Err: fmt.Errorf("the socket belongs to uid %d, not to you; remove it", st.Uid)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, HelloTimeout)
 	defer cancel()
@@ -109,14 +115,14 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
 			return nil, ErrNoDaemon
 		}
-		return nil, &Error{Socket: d.Socket, Op: "dial", Err: err}
+		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "dial", Err: err}
 	}
 	uc := c.(*net.UnixConn)
 	if err := checkPeer(uc); err != nil {
 		uc.Close()
-		return nil, &Error{Socket: d.Socket, Op: "dial", Err: err}
+		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "dial", Err: err}
 	}
-	s := &Session{c: wire.NewConn(uc), socket: d.Socket}
+	s := &Session{c: wire.NewConn(uc), socket: d.Socket, name: d.Name}
 	deadline, _ := ctx.Deadline()
 	uc.SetDeadline(deadline)
 	err = s.c.Send(&wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: d.Build, Name: d.Name, PID: os.Getpid()}})
@@ -132,7 +138,7 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 		if errors.As(err, &ne) && ne.Timeout() {
 			err = fmt.Errorf("no answer within %s; the daemon is hung: see `%s daemon status`, or kill it", HelloTimeout, d.Name)
 		}
-		return nil, &Error{Socket: d.Socket, Op: "hello", Err: err}
+		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "hello", Err: err}
 	case m.Error != nil && otherBuild && m.Error.Code == wire.CodeBuildMismatch:
 		s.refused = m.Error
 		return s, nil
@@ -141,7 +147,7 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 		return nil, m.Error
 	case m.Hello == nil:
 		s.c.Close()
-		return nil, &Error{Socket: d.Socket, Op: "hello", Err: errors.New("the daemon answered with something else than hello")}
+		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "hello", Err: errors.New("the daemon answered with something else than hello")}
 	}
 	s.Daemon = *m.Hello
 	return s, nil
@@ -169,8 +175,14 @@ func (s *Session) Close() error { return s.c.Close() }
 // daemon that goes away first is an *Error naming the invocation that was
 // running.
 func (s *Session) Do(ctx context.Context, req *wire.Msg, files []*os.File, onEvent func(*wire.Msg), cancelReason func() string) (*wire.Msg, error) {
+	return s.do(ctx, req, files, onEvent, cancelReason, nil)
+}
+
+// do is Do; for an Exec, ch starts the command the daemon asks for
+// (Spawn events).
+func (s *Session) do(ctx context.Context, req *wire.Msg, files []*os.File, onEvent func(*wire.Msg), cancelReason func() string, ch *child) (*wire.Msg, error) {
 	if err := s.c.Send(req, files...); err != nil {
-		return nil, &Error{Socket: s.socket, Op: "send", Err: err}
+		return nil, &Error{Name: s.name, Socket: s.socket, Op: "send", Err: err}
 	}
 	var once sync.Once
 	stop := context.AfterFunc(ctx, func() {
@@ -185,10 +197,15 @@ func (s *Session) Do(ctx context.Context, req *wire.Msg, files []*os.File, onEve
 	defer stop()
 	var invocation string
 	for {
-		m, _, err := s.c.Receive()
+		m, got, err := s.c.Receive()
 		if err != nil {
-			return nil, &Error{Socket: s.socket, Op: "call", Err: fmt.Errorf("the daemon went away: %w", err), InvocationID: invocation}
+			return nil, &Error{Name: s.name, Socket: s.socket, Op: "call", Err: fmt.Errorf("the daemon went away: %w", err), InvocationID: invocation}
 		}
+		if m.Spawn != nil && ch != nil {
+			ch.start(s.c, m.Spawn, got)
+			continue
+		}
+		closeFiles(got)
 		switch {
 		case m.Started != nil, m.Progress != nil, m.Diag != nil:
 			if m.Started != nil {

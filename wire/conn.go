@@ -12,8 +12,14 @@ import (
 	"time"
 )
 
-// MaxFiles is how many descriptors one frame may carry (Exec's three).
-const MaxFiles = 3
+// Descriptors a frame may carry: Exec carries the client's stdin, stdout
+// and stderr (ExecFiles); Spawn the command's three streams and its
+// descriptors from 3 on (Spawn.Files, at most MaxFiles); Spawned the
+// command's pidfd.
+const (
+	ExecFiles = 3
+	MaxFiles  = 8
+)
 
 // Conn is a Unix-socket connection that reads and writes frames, some
 // carrying open files (SCM_RIGHTS). Writes are serialized; reads are not,
@@ -108,9 +114,13 @@ func (c *Conn) Receive() (*Msg, []*os.File, error) {
 		closeFiles(files)
 		return nil, nil, err
 	}
-	if len(files) > 0 && (m.Exec == nil || len(files) != MaxFiles) {
+	if want := m.files(); len(files) != want {
 		closeFiles(files)
-		return nil, nil, fmt.Errorf("%w: %d descriptors with a frame that takes none or three", ErrFrame, len(files))
+		what := "this frame"
+		if m.Exec != nil {
+			what = "exec (its stdin, stdout and stderr)"
+		}
+		return nil, nil, fmt.Errorf("%w: %d descriptors with %s; it takes %d", ErrFrame, len(files), what, want)
 	}
 	return m, files, nil
 }

@@ -18,9 +18,11 @@
 // ListTools, CallTool, BindTask, Status or Stop); the daemon answers with
 // any number of events (Started, Progress, Diag) and then exactly one
 // final message: the request's response or an Error. While it waits the
-// client may send Cancel. Either side closing the connection ends the
-// operation; the daemon treats a client that goes away during an
-// invocation like Ctrl-C (the invocation is stopped and recorded).
+// client may send Cancel. During an Exec the daemon may send Spawn: the
+// client starts that command as its own child and answers Spawned, then
+// Exited. Either side closing the connection ends the operation; the
+// daemon treats a client that goes away during an invocation like Ctrl-C
+// (the invocation is stopped and recorded).
 package wire
 
 import (
@@ -66,6 +68,12 @@ type Msg struct {
 	Started  *Started  `cbor:"started,omitempty"`
 	Progress *Progress `cbor:"progress,omitempty"`
 	Diag     *Diag     `cbor:"diag,omitempty"`
+
+	// The client starting an Exec's command for the daemon: Spawn is an
+	// event of Exec; the client answers Spawned, then Exited.
+	Spawn   *Spawn   `cbor:"spawn,omitempty"`
+	Spawned *Spawned `cbor:"spawned,omitempty"`
+	Exited  *Exited  `cbor:"exited,omitempty"`
 
 	// Responses.
 	Exit       *Exit         `cbor:"exit,omitempty"`
@@ -133,6 +141,37 @@ type Exec struct {
 	Args []string `cbor:"args"`
 	Dir  string   `cbor:"dir"`
 	Env  []string `cbor:"env"`
+}
+
+// Spawn asks the client that sent an Exec to start the command the
+// daemon admitted for it, as its own child, so that the command is part
+// of the caller's job at the caller's terminal (docs/adr/0008-thin-client.md).
+// Everything that decides what runs is here, decided by the daemon: the
+// client starts exactly this. Files descriptors come with it: the
+// command's stdin, stdout and stderr, then its descriptors from 3 on (the
+// channel, the enforcement helper's report pipe), in order.
+type Spawn struct {
+	Path    string   `cbor:"path"`
+	Args    []string `cbor:"args"`
+	Env     []string `cbor:"env"`
+	Dir     string   `cbor:"dir"`
+	Session bool     `cbor:"session,omitempty"` // a session of its own; else a group of its own, or the caller's job in its terminal's foreground
+	Files   int      `cbor:"files"`
+}
+
+// Spawned answers Spawn: the command runs as PID, and its pidfd comes
+// with the frame; or Error says why it could not be started (and nothing
+// comes with it).
+type Spawned struct {
+	PID        int    `cbor:"pid,omitempty"`
+	Foreground bool   `cbor:"foreground,omitempty"` // it joined the caller's job
+	Error      string `cbor:"error,omitempty"`
+}
+
+// Exited tells the daemon the exit status of the command the client
+// started, as a shell reports it (128+N for signal N).
+type Exited struct {
+	Status int `cbor:"status"`
 }
 
 // Exit ends an Exec with the command line's exit status.
@@ -421,7 +460,23 @@ func Decode(body []byte) (*Msg, error) {
 	if m.Error != nil && !codes[m.Error.Code] {
 		return nil, fmt.Errorf("%w: unknown error code %q", ErrFrame, m.Error.Code)
 	}
+	if m.Spawn != nil && (m.Spawn.Files < ExecFiles || m.Spawn.Files > MaxFiles) {
+		return nil, fmt.Errorf("%w: a spawn with %d descriptors; it takes %d to %d", ErrFrame, m.Spawn.Files, ExecFiles, MaxFiles)
+	}
 	return &m, nil
+}
+
+// files is how many descriptors must come with m.
+func (m *Msg) files() int {
+	switch {
+	case m.Exec != nil:
+		return ExecFiles
+	case m.Spawn != nil:
+		return m.Spawn.Files
+	case m.Spawned != nil && m.Spawned.Error == "":
+		return 1
+	}
+	return 0
 }
 
 // members counts the set members of m besides ID.

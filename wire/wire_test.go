@@ -35,6 +35,11 @@ func TestRoundTrip(t *testing.T) {
 			{ID: "b", Status: WaitUnknown, Error: "no invocation b"}}, Terminal: []string{"a"}, Pending: []string{}, Stopped: []string{},
 			Unknown: []string{"b"}, TimeoutMs: 1}},
 		{Error: &Error{Code: CodeInvalidArgument, Message: "too many ids"}},
+		{Spawn: &Spawn{Path: "/usr/bin/rukh-sandbox", Args: []string{"rukh-sandbox", "--", "/r/bin/p"}, Env: []string{"RUKH_IPC_FD=3"}, Dir: "/w", Files: 5}},
+		{Spawn: &Spawn{Path: "/r/bin/p", Args: []string{"/r/bin/p"}, Env: []string{}, Dir: "/", Session: true, Files: 3}},
+		{Spawned: &Spawned{PID: 42, Foreground: true}},
+		{Spawned: &Spawned{Error: "fork/exec /r/bin/p: permission denied"}},
+		{Exited: &Exited{Status: 130}},
 	} {
 		buf, err := Encode(nil, m)
 		if err != nil {
@@ -172,6 +177,51 @@ func TestPassFiles(t *testing.T) {
 	if _, _, err := b.Receive(); err == nil || !errors.Is(err, ErrFrame) {
 		t.Errorf("files with a Status frame: %v", err)
 	}
+
+	// Each frame takes exactly its own count: a Spawn the number it
+	// names, a Spawned its pidfd (none when it failed), others none.
+	for _, tc := range []struct {
+		name string
+		m    *Msg
+		n    int
+		ok   bool
+	}{
+		{"spawn with what it names", &Msg{Spawn: &Spawn{Path: "/p", Files: 3}}, 3, true},
+		{"spawn with fewer", &Msg{Spawn: &Spawn{Path: "/p", Files: 3}}, 2, false},
+		{"spawned with its pidfd", &Msg{Spawned: &Spawned{PID: 1}}, 1, true},
+		{"spawned without one", &Msg{Spawned: &Spawned{PID: 1}}, 0, false},
+		{"a failed spawn with one", &Msg{Spawned: &Spawned{Error: "no"}}, 1, false},
+		{"exited with one", &Msg{Exited: &Exited{Status: 0}}, 1, false},
+		{"exec with two", &Msg{Exec: &Exec{Args: []string{"x"}}}, 2, false},
+	} {
+		if err := a.Send(tc.m, files[:tc.n]...); err != nil {
+			t.Fatal(err)
+		}
+		_, got, err := b.Receive()
+		for _, f := range got {
+			f.Close()
+		}
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrFrame)) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if !tc.ok {
+			a, b = pair(t) // a refused frame ends the connection's use
+		}
+	}
+}
+
+// A Spawn names 3 to MaxFiles descriptors: the command's streams, then
+// its descriptors from 3 on.
+func TestSpawnFileBounds(t *testing.T) {
+	for _, n := range []int{0, 2, MaxFiles + 1} {
+		buf, err := Encode(nil, &Msg{Spawn: &Spawn{Path: "/p", Files: n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decode(buf[4:]); !errors.Is(err, ErrFrame) {
+			t.Errorf("a spawn of %d descriptors: %v", n, err)
+		}
+	}
 }
 
 // FuzzDecode: no input panics; whatever decodes re-encodes to a frame
@@ -182,6 +232,9 @@ func FuzzDecode(f *testing.F) {
 		{Exec: &Exec{Args: []string{"a"}, Dir: "/", Env: []string{"X=1"}}},
 		{CallTool: &CallTool{Task: "t", Name: "n", Arguments: []byte(`{}`)}},
 		{Error: &Error{Code: CodeInternal, Message: "m"}},
+		{Spawn: &Spawn{Path: "/p", Args: []string{"/p"}, Dir: "/", Files: 4}},
+		{Spawned: &Spawned{PID: 7, Foreground: true}},
+		{Exited: &Exited{Status: 1}},
 	} {
 		buf, _ := Encode(nil, m)
 		f.Add(buf[4:])

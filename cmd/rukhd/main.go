@@ -1,11 +1,12 @@
-// Command rukhd is the optional per-user Rukh daemon.
+// Command rukhd is the core of the reference Rukh CLI: the optional
+// per-user daemon, and — as `rukhd --cli ARGS` — the process a `rukh`
+// command line runs in when no daemon serves it.
 package main
 
 import (
 	"os"
 
 	"github.com/rukh-cli/rukh/app"
-	"github.com/rukh-cli/rukh/daemon"
 )
 
-func main() { os.Exit(daemon.Main(app.Rukh.Name, os.Args[1:])) }
+func main() { os.Exit(app.CoreMain(app.Rukh, os.Args[1:])) }

@@ -1,0 +1,48 @@
+// Package envpolicy says which of the caller's environment reaches an
+// extension command, and which a client passes to the daemon that runs
+// its command. It is a leaf: the thin client links it without the core.
+package envpolicy
+
+import "strings"
+
+// InvocationID names the variable every command runs with: its
+// invocation's id (a command started inside a call can be found by it,
+// and what only the owner may do, like approve, is refused there). It is
+// extproto.EnvInvocationID, which extension authors link without this
+// package; envpolicy_test.go holds the two equal.
+const InvocationID = "RUKH_INVOCATION_ID"
+
+// Allowlist is the caller's environment a command sees (with LC_*);
+// everything else is dropped, and the RUKH_IPC_* variables are always the
+// host's own.
+var Allowlist = []string{
+	"HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "COLORTERM", "NO_COLOR",
+	"LANG", "LANGUAGE", "TZ", "TMPDIR",
+}
+
+// Allowed reports whether the variable key may reach a command.
+func Allowed(key string) bool {
+	for _, k := range Allowlist {
+		if k == key {
+			return true
+		}
+	}
+	return strings.HasPrefix(key, "LC_")
+}
+
+// ForDaemon is the part of environ ("KEY=value" pairs) a client sends
+// with a command line it forwards: what a command may see, what locates
+// the CLI's files (homeEnv, e.g. RUKH_HOME, and the XDG directories), and
+// the invocation the caller runs inside.
+func ForDaemon(homeEnv string, environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case Allowed(k), k == homeEnv, k == InvocationID,
+			k == "XDG_DATA_HOME", k == "XDG_CONFIG_HOME", k == "XDG_RUNTIME_DIR":
+			env = append(env, kv)
+		}
+	}
+	return env
+}

@@ -1,0 +1,50 @@
+package invoke
+
+import (
+	"os/exec"
+	"syscall"
+
+	"github.com/rukh-cli/rukh/spawn"
+)
+
+// Process is a started command: started here, or by the client that
+// forwarded the call and runs it as its own child (Spawner).
+type Process interface {
+	// Signal sends sig to the command (and its group, unless it runs in
+	// its host's job).
+	Signal(sig syscall.Signal)
+	// Wait returns the command's exit status once it has exited, as a
+	// shell reports it (128+N for signal N), or -1 when that cannot be
+	// known (the client that ran it went away).
+	Wait() int
+	// InForeground reports whether the command runs in the foreground of
+	// its caller's terminal, in the caller's job.
+	InForeground() bool
+}
+
+// Spawner starts an admitted command somewhere else than in this
+// process: rukhd has the thin client that forwarded a command line start
+// it, so that it is a child of the caller's own job and terminal. ex is
+// complete (program, arguments, environment, directory, streams, the
+// channel and the enforcement helper's descriptors); the Spawner must not
+// change what runs.
+type Spawner interface {
+	Spawn(ex *exec.Cmd, iso spawn.Isolation) (Process, error)
+}
+
+// localProc is a command this process started.
+type localProc struct{ *spawn.Proc }
+
+func (p localProc) InForeground() bool { return p.Foreground }
+
+func startLocal(ex *exec.Cmd, iso spawn.Isolation) (Process, error) {
+	p, err := spawn.Start(ex, iso)
+	if err != nil {
+		return nil, err
+	}
+	return localProc{p}, nil
+}
+
+// AdoptOrphans makes this process the reaper of what its one call leaves
+// behind (spawn.AdoptOrphans).
+func AdoptOrphans() error { return spawn.AdoptOrphans() }

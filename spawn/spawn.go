@@ -1,0 +1,181 @@
+// Package spawn starts an extension command as a shell would start a job,
+// and keeps track of everything it starts. The invocation core uses it to
+// run a command in its own process; the thin client uses the same code
+// for a command the daemon admitted but that must be the client's child
+// to have the caller's terminal (docs/adr/0008-thin-client.md). It is a
+// leaf: the thin client links it without the core.
+package spawn
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Isolation is where a command is put among processes.
+type Isolation int
+
+const (
+	// Group: a process group of its own (a CLI command), so that it and
+	// what it starts are stopped together — unless it runs in the
+	// foreground of its caller's terminal: then it joins the caller's
+	// group, the shell's job, and is stopped alone (with KillOrphans).
+	Group Isolation = iota
+	// Session: a session of its own, with no controlling terminal (an MCP
+	// call): it can neither read the owner's terminal nor ask on it.
+	Session
+)
+
+// A command run in the foreground of its caller's terminal must behave
+// as if the shell had started it: it reads the terminal (stdin or
+// /dev/tty) without being stopped by SIGTTIN, Ctrl-C interrupts it,
+// Ctrl-Z suspends it and its host together and `fg` resumes both, a
+// resize reaches it (SIGWINCH), and tcgetpgrp(tty) == getpgrp() inside
+// it. The shell gives all of that to its job's process group, so the
+// command joins the host's group.
+
+// Proc is a started command.
+type Proc struct {
+	Pid        int
+	Foreground bool // it joined its host's process group (see Group)
+	cmd        *exec.Cmd
+}
+
+// Start starts ex with the isolation iso; the command dies with the
+// thread that started it (PR_SET_PDEATHSIG; the Go runtime never ends a
+// thread of a live process). Start sets ex.SysProcAttr.
+func Start(ex *exec.Cmd, iso Isolation) (*Proc, error) {
+	fg := iso == Group && Foreground(ex.Stdin, ex.Stdout, ex.Stderr)
+	ex.SysProcAttr = &syscall.SysProcAttr{Setpgid: iso == Group && !fg, Setsid: iso == Session, Pdeathsig: syscall.SIGKILL}
+	if err := ex.Start(); err != nil {
+		return nil, err
+	}
+	return &Proc{Pid: ex.Process.Pid, Foreground: fg, cmd: ex}, nil
+}
+
+// Signal sends sig to the command and what it started in its group; in
+// the foreground, to the command alone (its group is its host's).
+func (p *Proc) Signal(sig syscall.Signal) {
+	if p.Foreground {
+		syscall.Kill(p.Pid, sig)
+	} else if p.Pid > 0 {
+		syscall.Kill(-p.Pid, sig)
+	}
+}
+
+// Wait waits for the command to exit and returns its exit status as a
+// shell reports it: 128+N when signal N ended it, -1 when it cannot be
+// known. What is left of its group is killed then.
+func (p *Proc) Wait() int {
+	err := p.cmd.Wait()
+	p.Signal(syscall.SIGKILL)
+	return ExitStatus(err)
+}
+
+// ExitStatus is the exit status err (of exec.Cmd.Wait) stands for, as a
+// shell reports it.
+func ExitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// Foreground reports whether streams put a command in the foreground of
+// this process's controlling terminal: one of them is a terminal whose
+// foreground process group is this process's. A host serving another
+// process's terminal (rukhd), or a CLI started in the background
+// (`rukh … &`), is not in its foreground.
+func Foreground(streams ...any) bool {
+	pgrp := syscall.Getpgrp()
+	for _, s := range streams {
+		f, ok := s.(*os.File)
+		if !ok || f == nil {
+			continue
+		}
+		if fg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP); err == nil && fg == pgrp {
+			return true
+		}
+	}
+	return false
+}
+
+// adopted is set by AdoptOrphans.
+var adopted atomic.Bool
+
+// AdoptOrphans makes this process the child subreaper of every process
+// its commands start (PR_SET_CHILD_SUBREAPER): a grandchild whose parent
+// exits, or that calls setsid(), stays below it, and KillOrphans kills
+// all of them. Only a process that hosts one call and nothing else may
+// call it: the one-shot core of a CLI command line, or the thin client
+// that runs the one command the daemon admitted for it — never a daemon
+// or `rukh mcp`, which host many calls at once.
+func AdoptOrphans() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	adopted.Store(true)
+	return nil
+}
+
+// KillOrphans kills and reaps every child of this process, and their
+// children as they are reparented to it, once AdoptOrphans made it the
+// subreaper: what the call left running when it ended. It gives up after
+// a bounded number of rounds (a fork bomb cannot keep it here).
+func KillOrphans() {
+	if !adopted.Load() {
+		return
+	}
+	for range 64 {
+		kids := children()
+		if len(kids) == 0 {
+			return
+		}
+		for _, pid := range kids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, pid := range kids {
+			var ws syscall.WaitStatus
+			for {
+				if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+					break
+				}
+			}
+		}
+	}
+}
+
+// children lists this process's children, from each thread's list
+// (/proc/self/task/TID/children).
+func children() []int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, t := range tasks {
+		data, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}

@@ -1,0 +1,150 @@
+package thin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/rukh-cli/rukh/envpolicy"
+	"github.com/rukh-cli/rukh/exitcode"
+	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/internal/fds"
+	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/spawn"
+	"github.com/rukh-cli/rukh/wire"
+)
+
+// CoreFlag is the first argument with which the core binary (NAMEd) runs
+// a command line in its own process, as the thin client would have had
+// the daemon run it: `rukhd --cli ext list`.
+const CoreFlag = "--cli"
+
+// Main is the whole program of the thin CLI binary of the CLI name: it
+// links no part of the core. When the daemon answers, the command line
+// runs there (Forward); otherwise, or for what always runs in the
+// caller's own process (`daemon`, `mcp`), it replaces itself with the core
+// binary (ExecCore), which keeps this process's pid, descriptors,
+// terminal and signals.
+func Main(name string, args []string) int {
+	fds.MarkInherited()
+	if status, ok := Forward(name, args); ok {
+		return status
+	}
+	return ExecCore(name, args)
+}
+
+// local are the commands that always run in the caller's process:
+// `daemon` manages the daemon, and `mcp` is a long-lived client that
+// picks the daemon or the in-process core per operation.
+var local = map[string]bool{"daemon": true, "mcp": true}
+
+// acrossBuilds are the commands that still answer when the daemon is of
+// another build: they run in the caller's process instead (every other
+// command exits 75 saying how to restart the daemon).
+var acrossBuilds = map[string]bool{"version": true, "help": true, "--help": true, "-h": true, "doctor": true}
+
+// Forward runs the command line in the daemon when one answers: it sends
+// argv, the working directory, the environment a command may see
+// (envpolicy.ForDaemon) and this process's stdin, stdout and stderr. The
+// first Ctrl-C or SIGTERM becomes a cancel (the command is stopped and
+// recorded as interrupted); a second one ends the client at once. ok is
+// false when the command line must run in this process instead: no
+// daemon answers, one is draining, or one of another build answers and
+// the command is one that must work across builds.
+func Forward(name string, args []string) (status int, ok bool) {
+	if len(args) == 0 || local[args[0]] {
+		return 0, false // no arguments: the help, which needs no daemon
+	}
+	p, err := paths.Resolve(name, os.Getenv)
+	if err != nil {
+		return 0, false // the in-process CLI reports it
+	}
+	d := Dialer{Socket: p.Socket(name), Name: name, Build: buildid.ID()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := d.Dial(ctx)
+	var we *wire.Error
+	switch {
+	case errors.Is(err, ErrNoDaemon):
+		return 0, false
+	case errors.As(err, &we) && (we.Code == wire.CodeDaemonStale || we.Code == wire.CodeShuttingDown):
+		return 0, false // it is draining; the in-process CLI waits for its lock
+	case errors.As(err, &we) && we.Code == wire.CodeBuildMismatch && acrossBuilds[args[0]]:
+		return 0, false
+	case err != nil: // another build's daemon says how to restart it
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return exitcode.TempFail, true
+	}
+	defer s.Close()
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		cancel() // the first: a cancel frame
+		if _, ok := <-sigs; ok {
+			s.Close() // the second: stop waiting
+		}
+	}()
+	dir, _ := os.Getwd()
+	req := &wire.Msg{Exec: &wire.Exec{Args: args, Dir: dir, Env: envpolicy.ForDaemon(paths.HomeEnv(name), os.Environ())}}
+	// The daemon may have this process start the command (wire.Spawn):
+	// then it hosts that one command, and what the command leaves behind
+	// is its to kill (spawn.AdoptOrphans).
+	spawn.AdoptOrphans()
+	ch := &child{}
+	m, err := s.do(ctx, req, []*os.File{os.Stdin, os.Stdout, os.Stderr}, nil, nil, ch)
+	ch.stop() // a command still running here lost its daemon
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return exitcode.Interrupted, true
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return exitcode.TempFail, true
+	case m.Exit == nil:
+		fmt.Fprintf(os.Stderr, "%s: the daemon answered with something else than an exit status\n", name)
+		return exitcode.TempFail, true
+	}
+	if m.Exit.Status == exitcode.BrokenPipe {
+		// End as the in-process CLI would have: killed by SIGPIPE.
+		signal.Reset(syscall.SIGPIPE)
+		syscall.Kill(os.Getpid(), syscall.SIGPIPE)
+	}
+	return m.Exit.Status, true
+}
+
+// ExecCore replaces this process with the core binary running args
+// (CoreBinary, CoreFlag). It returns only when that fails, with the exit
+// status after saying why.
+func ExecCore(name string, args []string) int {
+	core, err := CoreBinary(name)
+	if err == nil {
+		err = syscall.Exec(core, append([]string{core, CoreFlag}, args...), os.Environ())
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	return exitcode.Unavailable
+}
+
+// CoreBinary finds the core binary of the CLI name, NAMEd: beside this
+// executable (how the .deb and `make build` lay them out), else on $PATH.
+func CoreBinary(name string) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name+"d")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(name + "d")
+	if err != nil {
+		return "", fmt.Errorf("cannot find %sd, the core every %s command runs in, beside %s or on $PATH; reinstall %s", name, name, name, name)
+	}
+	return p, nil
+}

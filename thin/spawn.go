@@ -1,0 +1,93 @@
+package thin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rukh-cli/rukh/spawn"
+	"github.com/rukh-cli/rukh/wire"
+)
+
+// child is the command this client started for the daemon (wire.Spawn):
+// at most one per command line.
+type child struct {
+	mu   sync.Mutex
+	proc *spawn.Proc
+	done chan struct{} // closed once it has exited and was reported
+}
+
+// start starts what the daemon asks, exactly as asked, with the same
+// code the core uses (package spawn): in the caller's job when the
+// caller's terminal is in the foreground, else in a group or session of
+// its own. It answers Spawned (with the command's pidfd), and Exited once
+// the command is gone.
+func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
+	defer closeFiles(files) // the child has its own copies
+	fail := func(err error) { c.Send(&wire.Msg{Spawned: &wire.Spawned{Error: err.Error()}}) }
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.proc != nil {
+		fail(fmt.Errorf("a command line starts one command"))
+		return
+	}
+	ex := &exec.Cmd{Path: sp.Path, Args: sp.Args, Env: sp.Env, Dir: sp.Dir,
+		Stdin: files[0], Stdout: files[1], Stderr: files[2], ExtraFiles: files[3:]}
+	iso := spawn.Group
+	if sp.Session {
+		iso = spawn.Session
+	}
+	p, err := spawn.Start(ex, iso)
+	if err != nil {
+		fail(err)
+		return
+	}
+	fd, err := unix.PidfdOpen(p.Pid, 0)
+	if err != nil {
+		p.Signal(syscall.SIGKILL)
+		p.Wait()
+		fail(fmt.Errorf("pidfd_open: %w", err))
+		return
+	}
+	pidfd := os.NewFile(uintptr(fd), "pidfd")
+	err = c.Send(&wire.Msg{Spawned: &wire.Spawned{PID: p.Pid, Foreground: p.Foreground}}, pidfd)
+	pidfd.Close()
+	ch.proc, ch.done = p, make(chan struct{})
+	if err != nil {
+		p.Signal(syscall.SIGKILL)
+	}
+	go func() {
+		status := p.Wait()
+		spawn.KillOrphans()
+		c.Send(&wire.Msg{Exited: &wire.Exited{Status: status}})
+		close(ch.done)
+	}()
+}
+
+// stop kills the command when the daemon went away while it ran (its
+// outcome is the daemon's to record, as host_lost, at its next start),
+// and waits until it is gone.
+func (ch *child) stop() {
+	ch.mu.Lock()
+	p, done := ch.proc, ch.done
+	ch.mu.Unlock()
+	if p == nil {
+		return
+	}
+	select {
+	case <-done:
+	default:
+		p.Signal(syscall.SIGKILL)
+		<-done
+	}
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
