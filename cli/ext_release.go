@@ -28,10 +28,12 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 				return &UsageError{errors.New("ext pack needs --key KEYFILE and -o FILE.tar.gz")}
 			}
 			typedOut := out
-			if inside(out, args[0]) {
-				return &UsageError{fmt.Errorf("-o %s is inside the release directory %s; write the archive elsewhere", out, args[0])}
-			}
+			// Against the command line's directory, never this process's
+			// (through rukhd they differ).
 			dir, out := f.Abs(args[0]), f.Abs(out)
+			if inside(out, dir) {
+				return &UsageError{fmt.Errorf("-o %s is inside the release directory %s; write the archive elsewhere", typedOut, args[0])}
+			}
 			k, err := trust.ReadPrivateKey(f.Abs(keyFile))
 			if err != nil {
 				return err
@@ -65,11 +67,9 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-// inside reports whether path is within dir.
+// inside reports whether path is within dir (both absolute).
 func inside(path, dir string) bool {
-	p, err1 := filepath.Abs(path)
-	d, err2 := filepath.Abs(dir)
-	return err1 == nil && err2 == nil && strings.HasPrefix(p, d+string(filepath.Separator))
+	return strings.HasPrefix(filepath.Clean(path), filepath.Clean(dir)+string(filepath.Separator))
 }
 
 // reportDescriptorErrors prints every descriptor problem inside err the
