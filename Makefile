@@ -16,8 +16,11 @@ LDFLAGS  := -X github.com/rukh-cli/rukh/internal/buildid.stamp=$(STAMP)
 
 all: build
 
+# CGO_ENABLED=0: static binaries. The net package would otherwise link
+# libc, and loading it is a third of the thin rukh's start
+# (docs/benchmarks.md).
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
 	# The enforcement helper starts before every restricted or strict
 	# command: C without libc (sandbox/helper), built with $$CC or cc.
 	$(GO) run ./internal/mksandbox -o $(BIN)/rukh-sandbox

@@ -102,6 +102,17 @@ starts it on first use (see the README).`,
 			if err := daemonStop(cmd.Context(), f); err != nil {
 				return err
 			}
+			// A socket-activated daemon comes back at the next
+			// connection: that is the restart, when it is of this build.
+			d, err := f.dialer()
+			if err != nil {
+				return err
+			}
+			if s, err := d.Dial(cmd.Context()); err == nil {
+				s.Close()
+				fmt.Fprintf(f.IO.ErrOut, "%sd started: pid %d (socket-activated)\n", f.Name, s.Daemon.PID)
+				return nil
+			}
 			return daemonStart(cmd.Context(), f)
 		},
 	}
@@ -234,12 +245,19 @@ func daemonStop(ctx context.Context, f *Factory) error {
 	}
 	// Stopped means: nothing answers on the socket any more and the
 	// process is gone (so the store's lock is free).
+	activated := st.Daemon.Activated
 	for end := time.Now().Add(daemonStopWait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		gone := pid == os.Getpid() || !running(pid)
+		if gone && activated {
+			// The socket is systemd's: a dial would only have it start
+			// another daemon (the next command's connection will).
+			fmt.Fprintf(f.IO.ErrOut, "%sd stopped (pid %d)\n", f.Name, pid)
+			return nil
+		}
 		s, err := d.Dial(ctx)
 		if err == nil {
 			s.Close()
 		}
-		gone := pid == os.Getpid() || !running(pid)
 		if errors.Is(err, thin.ErrNoDaemon) && gone {
 			fmt.Fprintf(f.IO.ErrOut, "%sd stopped (pid %d)\n", f.Name, pid)
 			return nil

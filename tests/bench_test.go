@@ -104,7 +104,9 @@ func rukhCmd(b *testing.B, env []string, rukh string, args ...string) []byte {
 
 func build(b *testing.B, out, pkg string) {
 	b.Helper()
-	if out, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and the .deb build them
+	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 }

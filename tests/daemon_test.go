@@ -146,7 +146,9 @@ func dtBuild(t *testing.T) *dtBins {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := exec.Command("go", "build", "-ldflags", "-X "+dtStampVar+"="+bld.stamp, "-o", bld.out, bld.pkg).CombinedOutput()
+			cmd := exec.Command("go", "build", "-ldflags", "-X "+dtStampVar+"="+bld.stamp, "-o", bld.out, bld.pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				errs[i] = fmt.Errorf("go build %s: %v\n%s", bld.pkg, err, out)
 			}
@@ -585,6 +587,23 @@ func testDaemonSocketActivation(t *testing.T, b *dtBins) {
 	if code := sa.wait(t); code != 0 {
 		t.Errorf("the activated rukhd exited %d on stop:\n%s", code, sa.logText())
 	}
+
+	// `daemon restart` of a socket-activated daemon leaves a working
+	// daemon: here the activator is gone with the daemon it became, so
+	// restart starts one by hand.
+	sa = activated(nil, "-E", "RUKH_HOME="+h.home, b.rukhd)
+	st = h.status()
+	if _, errOut, code := h.run("daemon", "restart"); code != 0 || !strings.Contains(errOut, fmt.Sprintf("rukhd stopped (pid %d)\n", st.PID)) || !strings.Contains(errOut, "rukhd started: pid ") {
+		t.Errorf("rukh daemon restart of a socket-activated daemon: exit %d: %q", code, errOut)
+	}
+	sa.wait(t)
+	if after := h.status(); after.PID == st.PID || after.Build != b.build {
+		t.Errorf("after restart: %+v; want a new daemon of build %s", after, b.build)
+	}
+	if host, _ := h.ppid(); host == st.PID {
+		t.Errorf("after restart the old daemon %d ran the command", st.PID)
+	}
+	h.stopByCLI()
 }
 
 // 2. A client of another uid is refused at every layer — its own check

@@ -266,7 +266,9 @@ func hostBinaries(t testing.TB) (rukh, rukhd string) {
 		if hostBins.err != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", hostBins.dir+string(filepath.Separator), "../cmd/rukh", "../cmd/rukhd").CombinedOutput()
+		build := exec.Command("go", "build", "-o", hostBins.dir+string(filepath.Separator), "../cmd/rukh", "../cmd/rukhd")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and the .deb build them
+		out, err := build.CombinedOutput()
 		if err != nil {
 			hostBins.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
