@@ -160,7 +160,7 @@ func daemonStart(ctx context.Context, f *Factory) error {
 		fmt.Fprintf(f.IO.ErrOut, "%sd is already running (pid %d)\n", f.Name, st.PID)
 		return nil
 	}
-	bin, err := daemonBinary(f.Name)
+	bin, err := thin.CoreBinary(f.Name)
 	if err != nil {
 		return &ExitError{Status: ExitUnavailable, Err: err}
 	}
@@ -195,21 +195,6 @@ func daemonStart(ctx context.Context, f *Factory) error {
 		}
 	}
 	return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd did not answer within %s; see %s", f.Name, daemonStartWait, logPath)}
-}
-
-// daemonBinary finds NAMEd beside this executable, else on $PATH.
-func daemonBinary(name string) (string, error) {
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), name+"d")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath(name + "d")
-	if err != nil {
-		return "", fmt.Errorf("cannot find %sd beside %s or on $PATH", name, name)
-	}
-	return p, nil
 }
 
 // daemonLog opens the daemon's log in the runtime dir for appending.
