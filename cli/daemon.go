@@ -167,7 +167,7 @@ func daemonStart(ctx context.Context, f *Factory) error {
 	p, _ := f.Paths()
 	logPath, logf, err := daemonLog(p, f.Name)
 	if err != nil {
-		return err
+		return &ExitError{Status: ExitTempFail, Err: err}
 	}
 	defer logf.Close()
 	devnull, err := os.Open(os.DevNull)
@@ -197,14 +197,28 @@ func daemonStart(ctx context.Context, f *Factory) error {
 	return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd did not answer within %s; see %s", f.Name, daemonStartWait, logPath)}
 }
 
-// daemonLog opens the daemon's log in the runtime dir for appending.
+// daemonLog opens the daemon's log in the runtime dir for appending: only
+// once the directory is known to be private and this user's, and never
+// through a symbolic link (one planted there would make the daemon append
+// to a file of the planter's choosing), nor to anything but a regular
+// file.
 func daemonLog(p paths.Paths, name string) (string, *os.File, error) {
-	if err := os.MkdirAll(p.Runtime, 0o700); err != nil {
+	if err := paths.Secure(p.Runtime); err != nil {
 		return "", nil, err
 	}
 	path := filepath.Join(p.Runtime, name+"d.log")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	return path, f, err
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return "", nil, fmt.Errorf("%s is a symbolic link; remove it (the daemon's log is never written through one)", path)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return "", nil, fmt.Errorf("%s is not a regular file; remove it", path)
+	}
+	return path, f, nil
 }
 
 func daemonStop(ctx context.Context, f *Factory) error {

@@ -95,3 +95,53 @@ func TestDaemonsStartedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// `rukh daemon start` writes the daemon's log only into a private runtime
+// dir of this user's, and never through a link planted there: before, it
+// created the dir and opened rukhd.log following symlinks, appending to a
+// file of the planter's choosing.
+func TestDaemonLogIsNeverFollowed(t *testing.T) {
+	rukh, _ := hostBinaries(t)
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	runtime := filepath.Join(home, "run")
+	if err := os.MkdirAll(runtime, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("untouched\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(runtime, "rukhd.log")); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (string, int) {
+		cmd := exec.Command(rukh, "daemon", "start")
+		cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
+		out, _ := cmd.CombinedOutput()
+		t.Cleanup(func() {
+			stop := exec.Command(rukh, "daemon", "stop")
+			stop.Env = cmd.Env
+			stop.Run()
+		})
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	out, code := run()
+	if code != 75 || !strings.Contains(out, "rukhd.log is a symbolic link; remove it") {
+		t.Errorf("daemon start with a planted link: exit %d: %s", code, out)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "untouched\n" {
+		t.Errorf("the link's target was written: %q", data)
+	}
+	os.Remove(filepath.Join(runtime, "rukhd.log"))
+	if err := os.Chmod(runtime, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	out, code = run()
+	if code != 75 || !strings.Contains(out, "may be written by others") {
+		t.Errorf("daemon start with a runtime dir open to others: exit %d: %s", code, out)
+	}
+	if _, err := os.Lstat(filepath.Join(runtime, "rukhd.log")); err == nil {
+		t.Errorf("a log was created in a runtime dir open to others")
+	}
+}
