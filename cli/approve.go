@@ -115,7 +115,7 @@ func showApproval(w io.Writer, a *store.Approval, now time.Time) {
 		{"inputs", a.Inputs}, {"status", a.Status(now)},
 		{"expires", a.ExpiresAt.Local().Format(time.DateTime) + " (in " + a.ExpiresAt.Sub(now).Round(time.Second).String() + ")"},
 	} {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], safe(kv[1]))
 	}
 	tw.Flush()
 }
@@ -172,11 +172,11 @@ func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCOMMAND\tTASK\tEXPIRES\tINPUTS")
 	for _, r := range rows {
-		inputs := r.Inputs
+		inputs := safe(r.Inputs)
 		if len(inputs) > 60 {
 			inputs = strings.ToValidUTF8(inputs[:57], "") + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Command, r.Task, r.ExpiresAt.Local().Format(time.DateTime), inputs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, safe(r.Command), safe(r.Task), r.ExpiresAt.Local().Format(time.DateTime), inputs)
 	}
 	return tw.Flush()
 }

@@ -328,9 +328,9 @@ func printProgress(f *Factory, p extproto.Progress) {
 	}
 	switch {
 	case p.Done != nil && p.Total != nil:
-		fmt.Fprintf(f.IO.ErrOut, "%s (%d/%d)\n", p.Message, *p.Done, *p.Total)
+		fmt.Fprintf(f.IO.ErrOut, "%s (%d/%d)\n", safe(p.Message), *p.Done, *p.Total)
 	default:
-		fmt.Fprintln(f.IO.ErrOut, p.Message)
+		fmt.Fprintln(f.IO.ErrOut, safe(p.Message))
 	}
 }
 
@@ -365,7 +365,7 @@ func report(f *Factory, out *invoke.Outcome, err error, compact bool, cmdPath st
 	}
 	status := OutcomeStatus(out)
 	if status != ExitOK && out.Message != "" {
-		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, out.Message)
+		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, safeLines(out.Message))
 		if out.Reason == invoke.ReasonInvalidInput {
 			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmdPath)
 		}

@@ -44,7 +44,7 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 				if outcome == "" {
 					outcome = "running"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID[:12], r.StartedAt.Local().Format(time.DateTime), r.Command, r.Transport, outcome, r.Reason)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID[:12], r.StartedAt.Local().Format(time.DateTime), safe(r.Command), r.Transport, outcome, safe(r.Reason))
 			}
 			return tw.Flush()
 		},
@@ -81,10 +81,10 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 				if kv[1] == "" && (kv[0] == "enforcement" || kv[0] == "action" || kv[0] == "resource" || kv[0] == "approval") {
 					continue
 				}
-				fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+				fmt.Fprintf(tw, "%s:\t%s\n", kv[0], safe(kv[1]))
 			}
 			for _, e := range r.Effects {
-				fmt.Fprintf(tw, "effect:\t%s %s\n", e.Kind, e.Ref)
+				fmt.Fprintf(tw, "effect:\t%s %s\n", safe(e.Kind), safe(e.Ref))
 			}
 			return tw.Flush()
 		},

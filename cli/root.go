@@ -28,7 +28,7 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	}
 	var ee *ExitError
 	if !errors.As(err, &ee) || !ee.Reported {
-		fmt.Fprintf(f.IO.ErrOut, "%s: %v\n", f.Name, err)
+		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, safeLines(err.Error()))
 		var ue *UsageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", f.Name)

@@ -313,3 +313,56 @@ func waitExpired(t *testing.T, h *approvalHome, id string) {
 	}
 	t.Fatalf("approval %s never expired", id)
 }
+
+// TestUntrustedTextIsEscaped: what a command reports, and the inputs of a
+// call kept for approval, reach the owner's terminal with every control
+// character (an OSC title, CSI colours, a C1 CSI without ESC) and bidi
+// override escaped — in `invocations show`, `approve --list` and the
+// approval's own display — while --json stays exact.
+func TestUntrustedTextIsEscaped(t *testing.T) {
+	rukh, _ := hostBinaries(t)
+	h := newApprovalHome(t, rukh)
+	hostile := "x\x1b]0;owned\x07\x1b[31m\u009b2J\u202egpj.exe"
+	target := filepath.Join(h.dir, hostile)
+	out, errOut, status := h.rukhCLI(t, nil, nil, "drop", target)
+	if status != 0 {
+		t.Fatalf("drop: exit %d: %s %s", status, out, errOut)
+	}
+	raw := func(s string) bool {
+		return strings.ContainsAny(s, "\x1b\x07\u009b\u202e")
+	}
+	var list []struct {
+		ID string `json:"id"`
+	}
+	listOut, _, _ := h.rukhCLI(t, nil, nil, "invocations", "list", "--json", "-n", "1")
+	if err := json.Unmarshal([]byte(listOut), &list); err != nil || len(list) != 1 {
+		t.Fatalf("invocations list: %v: %s", err, listOut)
+	}
+	show, _, _ := h.rukhCLI(t, nil, nil, "invocations", "show", list[0].ID)
+	want := `effect:       deleted table:` + filepath.Join(h.dir, `x\x1b]0;owned\x07\x1b[31m\u009b2J\u202egpj.exe`)
+	if raw(show) || !strings.Contains(show, want) {
+		t.Errorf("invocations show:\n%s\nwant it to contain %q and no raw control", show, want)
+	}
+	showJSON, _, _ := h.rukhCLI(t, nil, nil, "invocations", "show", list[0].ID, "--json")
+	var rec struct {
+		Effects []struct{ Ref string } `json:"effects"`
+	}
+	if err := json.Unmarshal([]byte(showJSON), &rec); err != nil || len(rec.Effects) != 1 || rec.Effects[0].Ref != "table:"+target {
+		t.Errorf("invocations show --json is not exact: %s (%v)", showJSON, err)
+	}
+
+	// The same text as the input of a call kept for approval.
+	env, _ := h.call(t, "agent", "", map[string]any{"arg": target})
+	id, _ := env["approvalId"].(string)
+	if id == "" {
+		t.Fatalf("no approval asked: %v", env)
+	}
+	pending, _, _ := h.rukhCLI(t, nil, nil, "approve", "--list")
+	if raw(pending) || !strings.Contains(pending, id) {
+		t.Errorf("approve --list:\n%s", pending)
+	}
+	shown, _, _ := h.approveAtTerminal(t, id, "no")
+	if raw(shown) || !strings.Contains(shown, `\u202egpj.exe`) {
+		t.Errorf("the approval prompt shows:\n%q", shown)
+	}
+}
