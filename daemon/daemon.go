@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rukh-cli/rukh/invoke"
+	"golang.org/x/time/rate"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -57,6 +58,52 @@ type Server struct {
 	stopOnce sync.Once
 	activity chan struct{} // a connection ended
 	store    *store.Store
+
+	budget   *wire.Budget   // frame bytes all connections may hold while reading
+	maxConns int            // connections served at once; more are refused
+	warn     rate.Sometimes // logs about peers, at a bounded rate
+	unlogged atomic.Int64   // warnings the rate left out, said with the next
+}
+
+// Limits of the daemon's own resources (item 10 and 11 of the hardening
+// issue): a connection costs a descriptor (and up to wire.MaxFiles more
+// while it passes files), so the connections served at once stay below
+// the descriptor limit; the frames being read share one budget.
+const (
+	frameBudget = 64 << 20 // bytes
+	maxConns    = 1024
+	// acceptBackoff bounds the pause after an accept that failed for want
+	// of descriptors or memory; the daemon then tries again.
+	acceptBackoff = time.Second
+)
+
+// connLimit is how many connections the daemon serves at once: maxConns,
+// or less when the descriptor limit is low (each may hold a descriptor,
+// and up to wire.MaxFiles more while it passes files, plus the command's
+// pipes).
+func connLimit() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 64
+	}
+	n := (int(min(rl.Cur, 1<<20)) - 64) / (wire.MaxFiles + 4)
+	return max(16, min(maxConns, n))
+}
+
+// warnf logs a warning about a peer, at most a few a minute; the count of
+// those left out comes with the next one logged.
+func (s *Server) warnf(msg string, args ...any) {
+	logged := false
+	s.warn.Do(func() {
+		logged = true
+		if n := s.unlogged.Swap(0); n > 0 {
+			args = append(args, "not logged since the last", n)
+		}
+		s.Logger.Warn(msg, args...)
+	})
+	if !logged {
+		s.unlogged.Add(1)
+	}
 }
 
 // Close closes the store the Server holds.
@@ -86,6 +133,9 @@ func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.stop = make(chan struct{})
 		s.activity = make(chan struct{}, 1)
+		s.budget = wire.NewBudget(frameBudget)
+		s.maxConns = connLimit()
+		s.warn = rate.Sometimes{First: 10, Interval: time.Minute}
 	})
 }
 
@@ -144,6 +194,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		ln.Close()
 	}()
 	go s.idleWatch()
+	var pause time.Duration
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
@@ -154,9 +205,26 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
+			if exhausted(err) {
+				// Out of descriptors or memory: what runs keeps running;
+				// try again after a pause that grows while it lasts.
+				pause = min(max(2*pause, 5*time.Millisecond), acceptBackoff)
+				s.warnf("cannot accept a connection; retrying", "error", err, "pause", pause)
+				select {
+				case <-time.After(pause):
+				case <-s.stop:
+				}
+				continue
+			}
 			s.Stop()
 			s.active.Wait()
 			return err
+		}
+		pause = 0
+		if int(s.conns.Load()) >= s.maxConns {
+			s.warnf("refused a connection: serving as many as it may", "limit", s.maxConns)
+			go refuseBusy(c, s.Name, s.maxConns)
+			continue
 		}
 		s.conns.Add(1)
 		s.active.Add(1)
@@ -209,24 +277,46 @@ func (s *Server) stale() bool {
 	return !ok || id != s.exeID
 }
 
+// exhausted reports whether an accept failed for want of descriptors or
+// memory, which passes.
+func exhausted(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// refuseBusy answers a connection past the limit with shutting_down's
+// sibling, busy: the client says so and exits 75.
+func refuseBusy(uc *net.UnixConn, name string, limit int) {
+	c := wire.NewConn(uc)
+	c.WriteTimeout = time.Second
+	defer c.Close()
+	c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBusy, "%sd serves %d connections at once, its limit; retry when fewer run", name, limit)})
+}
+
 // serveConn serves one connection: peer check, hello, one operation.
 func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 	c := wire.NewConn(uc)
 	c.WriteTimeout = writeWait
+	c.Budget = s.budget
 	defer c.Close()
 	uid, pid, err := wire.PeerCred(uc)
 	if err != nil || uid != os.Getuid() {
-		s.Logger.Warn("refused a connection from another user", "uid", uid, "error", err)
+		s.warnf("refused a connection from another user", "uid", uid, "error", err)
 		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "this daemon serves uid %d only", os.Getuid()))
 		return
 	}
-	if !sameUserNamespace(pid) {
+	if same, gone := sameUserNamespace(pid); gone {
+		// Nothing to tell apart: the peer exited before it could be
+		// checked, and nobody reads the answer.
+		s.warnf("refused a connection whose process exited before it could be checked", "pid", pid)
+		return
+	} else if !same {
 		// A process in another user namespace that maps the user to
 		// itself (a container, another tool's sandbox) has a uid that
 		// looks like the owner's, but it must never reach the daemon,
 		// which would run anything for it. (A strict command can create
 		// no socket at all.)
-		s.Logger.Warn("refused a connection from another user namespace (a confined command?)", "pid", pid)
+		s.warnf("refused a connection from another user namespace (a confined command?)", "pid", pid)
 		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "this daemon serves its own user namespace only"))
 		return
 	}
@@ -306,7 +396,7 @@ func (s *Server) refuse(c *wire.Conn, err error, msg string) {
 	if err != nil {
 		msg = err.Error()
 	}
-	s.Logger.Warn("bad frame; closing the connection", "error", msg)
+	s.warnf("bad frame; closing the connection", "error", msg)
 	c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBadRequest, "%s", msg)})
 }
 
@@ -547,10 +637,10 @@ func rss() int64 {
 
 // sameUserNamespace reports whether process pid is in the daemon's user
 // namespace. A peer whose namespace cannot be read is not.
-func sameUserNamespace(pid int) bool {
+func sameUserNamespace(pid int) (same, gone bool) {
 	own, err1 := os.Readlink("/proc/self/ns/user")
 	peer, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))
-	return err1 == nil && err2 == nil && own == peer
+	return err1 == nil && err2 == nil && own == peer, errors.Is(err2, fs.ErrNotExist)
 }
 
 func closeAll(files []*os.File) {

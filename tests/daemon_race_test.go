@@ -3,10 +3,14 @@ package tests
 import (
 	"encoding/json"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -143,5 +147,192 @@ func TestDaemonLogIsNeverFollowed(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(runtime, "rukhd.log")); err == nil {
 		t.Errorf("a log was created in a runtime dir open to others")
+	}
+}
+
+// rukhd keeps serving when connections exhaust its descriptors: with a
+// descriptor limit of 64, 200 idle connections (none says hello) meet the
+// connection limit or a failed accept; those past the limit are told busy
+// (exit 75 for a client), accepts that fail are retried after a pause, and
+// once the idle connections go the daemon answers as before — before, the
+// first accept error ended Serve and the daemon exited, interrupting what
+// it ran.
+func TestDaemonSurvivesDescriptorExhaustion(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Fatalf("prlimit (util-linux) is needed: %v", err)
+	}
+	rukh, rukhd := hostBinaries(t)
+	home := filepath.Join(t.TempDir(), "home")
+	env := append(os.Environ(), "RUKH_HOME="+home)
+	d := exec.Command("prlimit", "--nofile=64", rukhd)
+	d.Env = env
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { d.Wait(); close(exited) }()
+	t.Cleanup(func() { d.Process.Kill(); <-exited })
+	status := func() (string, int) {
+		c := exec.Command(rukh, "daemon", "status")
+		c.Env = env
+		out, _ := c.CombinedOutput()
+		return string(out), c.ProcessState.ExitCode()
+	}
+	for i := 0; ; i++ {
+		if out, code := status(); code == 0 && strings.Contains(out, "rukhd is running") {
+			break
+		}
+		if i == 3000 {
+			t.Fatal("rukhd did not answer within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sock := filepath.Join(home, "run", "rukhd.sock")
+	var idle []net.Conn
+	for range 200 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			break // the backlog is full: the daemon is not accepting fast enough, which is fine
+		}
+		idle = append(idle, c)
+	}
+	out, code := status()
+	if code != 0 && (code != 75 || !strings.Contains(out, "its limit; retry")) {
+		t.Errorf("daemon status with %d idle connections: exit %d: %s", len(idle), code, out)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	for i := 0; ; i++ {
+		if out, code := status(); code == 0 && strings.Contains(out, "rukhd is running") {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("rukhd exited (%v) under descriptor exhaustion", d.ProcessState)
+		default:
+		}
+		if i == 3000 {
+			t.Fatalf("rukhd did not answer again within 30 s of the idle connections closing: %s", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop := exec.Command(rukh, "daemon", "stop")
+	stop.Env = env
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("daemon stop: %v: %s", err, out)
+	}
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("rukhd still runs 30 s after daemon stop")
+	}
+}
+
+// A flood of bad connections is logged at a bounded rate — ten, then
+// one a minute with how many were left out — not a line each (before: one
+// WARN per connection, 23,844 lines in one run).
+func TestDaemonWarningsAreRateLimited(t *testing.T) {
+	_, rukhd := hostBinaries(t)
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	logPath := filepath.Join(dir, "rukhd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	d := exec.Command(rukhd)
+	d.Env = append(os.Environ(), "RUKH_HOME="+home)
+	d.Stdout, d.Stderr = logf, logf
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { d.Wait(); close(exited) }()
+	t.Cleanup(func() { d.Process.Kill(); <-exited })
+	sock := filepath.Join(home, "run", "rukhd.sock")
+	var c net.Conn
+	for i := 0; ; i++ {
+		if c, err = net.Dial("unix", sock); err == nil {
+			break
+		}
+		if i == 3000 {
+			t.Fatalf("rukhd did not listen within 30 s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := range 300 {
+		if i > 0 {
+			if c, err = net.Dial("unix", sock); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Write([]byte{0, 0, 0, 3, 0xff, 0xff, 0xff}) // not CBOR
+		io.Copy(io.Discard, c)                        // its refusal, then EOF
+		c.Close()
+	}
+	d.Process.Signal(syscall.SIGTERM)
+	<-exited
+	data, _ := os.ReadFile(logPath)
+	if n := strings.Count(string(data), "level=WARN"); n < 1 || n > 11 {
+		t.Errorf("%d warnings for 300 bad connections, want 1 to 11:\n%s", n, data)
+	}
+}
+
+// Frames being read share one budget (64 MiB): 200 connections that each
+// send 1 MiB of a 4 MiB frame and stall cannot make the daemon hold 200
+// MiB — past the budget they are refused — and it answers throughout
+// (before, each held what it announced, with no bound across connections:
+// 500 such connections made rukhd 2,044 MiB resident).
+func TestDaemonFrameBudget(t *testing.T) {
+	rukh, rukhd := hostBinaries(t)
+	home := filepath.Join(t.TempDir(), "home")
+	env := append(os.Environ(), "RUKH_HOME="+home)
+	d := exec.Command(rukhd)
+	d.Env = env
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { d.Wait(); close(exited) }()
+	t.Cleanup(func() { d.Process.Kill(); <-exited })
+	rss := func() int64 {
+		var st struct {
+			RSSBytes int64 `json:"rssBytes"`
+		}
+		for i := 0; ; i++ {
+			c := exec.Command(rukh, "daemon", "status", "--json")
+			c.Env = env
+			if out, err := c.Output(); err == nil && json.Unmarshal(out, &st) == nil {
+				return st.RSSBytes
+			}
+			if i == 3000 {
+				t.Fatal("rukhd did not answer status within 30 s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	before := rss()
+	sock := filepath.Join(home, "run", "rukhd.sock")
+	chunk := make([]byte, 1<<20)
+	var wg sync.WaitGroup
+	for range 200 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+			c.Write([]byte{0x00, 0x40, 0x00, 0x00}) // 4 MiB announced
+			c.Write(chunk)                          // 1 MiB sent, or refused past the budget
+		}()
+	}
+	wg.Wait()
+	if after := rss(); after-before > 160<<20 {
+		t.Errorf("200 connections sending 1 MiB each of a 4 MiB frame grew rukhd from %d to %d MiB resident", before>>20, after>>20)
 	}
 }

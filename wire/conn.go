@@ -30,7 +30,49 @@ type Conn struct {
 	// WriteTimeout, when set, bounds each Send: a peer that stops reading
 	// fails the write instead of blocking the sender for ever.
 	WriteTimeout time.Duration
+	// Budget, when set, bounds the frame bytes that all the connections
+	// sharing it hold at once while they read them (a daemon's).
+	Budget *Budget
 }
+
+// Budget is the memory a set of connections may hold in frames being
+// read. A frame's buffer grows as its bytes arrive, a 64 KiB chunk and
+// then doubling, and each growth is counted; never what was announced: a
+// peer that announces 4 MiB and sends nothing holds one chunk.
+type Budget struct {
+	mu   sync.Mutex
+	used int64
+	max  int64
+}
+
+// NewBudget returns a budget of max bytes.
+func NewBudget(max int64) *Budget { return &Budget{max: max} }
+
+func (b *Budget) take(n int64) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *Budget) give(n int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// ErrBudget is the error of a frame that the connections' shared Budget
+// has no room for; the connection should be closed.
+var ErrBudget = errors.New("the daemon holds as many frame bytes as it may; retry")
 
 // NewConn wraps c.
 func NewConn(c *net.UnixConn) *Conn { return &Conn{c: c} }
@@ -104,10 +146,10 @@ func (c *Conn) Receive() (*Msg, []*os.File, error) {
 		closeFiles(files)
 		return nil, nil, fmt.Errorf("%w: %d bytes announced, more than %d", ErrFrame, n, MaxFrame)
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(c.c, body); err != nil {
+	body, err := c.readBody(int(n))
+	if err != nil {
 		closeFiles(files)
-		return nil, nil, fmt.Errorf("%w: truncated: %v", ErrFrame, err)
+		return nil, nil, err
 	}
 	m, err := Decode(body)
 	if err != nil {
@@ -123,6 +165,34 @@ func (c *Conn) Receive() (*Msg, []*os.File, error) {
 		return nil, nil, fmt.Errorf("%w: %d descriptors with %s; it takes %d", ErrFrame, len(files), what, want)
 	}
 	return m, files, nil
+}
+
+// readBody reads a frame's n bytes, growing its buffer as they arrive
+// (64 KiB, then doubling) and counting each growth against c.Budget while
+// it reads.
+func (c *Conn) readBody(n int) ([]byte, error) {
+	const chunk = 64 << 10
+	body := []byte{}
+	held := int64(0)
+	defer func() { c.Budget.give(held) }()
+	for len(body) < n {
+		if len(body) == cap(body) {
+			grow := min(n-len(body), max(chunk, len(body)))
+			if !c.Budget.take(int64(grow)) {
+				return nil, fmt.Errorf("%w: %w", ErrFrame, ErrBudget)
+			}
+			held += int64(grow)
+			bigger := make([]byte, len(body), len(body)+grow)
+			copy(bigger, body)
+			body = bigger
+		}
+		m, err := c.c.Read(body[len(body):cap(body)])
+		body = body[:len(body)+m]
+		if err != nil && len(body) < n {
+			return nil, fmt.Errorf("%w: truncated: %v", ErrFrame, err)
+		}
+	}
+	return body, nil
 }
 
 func parseRights(oob []byte) ([]*os.File, error) {

@@ -103,6 +103,7 @@ const (
 	CodeBuildMismatch    = "build_mismatch"    // Hello.Build differs
 	CodeDaemonStale      = "daemon_stale"      // the daemon's executable changed; it is draining
 	CodeShuttingDown     = "shutting_down"     // the daemon is stopping and takes no new work
+	CodeBusy             = "busy"              // the daemon serves as many connections as it may
 	CodeUnknownTool      = "unknown_tool"      // unknown, obsolete or invisible tool name
 	CodeBadCursor        = "bad_cursor"        // a list cursor that is invalid or stale
 	CodeTaskUndefined    = "task_undefined"    // the bound task is not in the active profile
@@ -117,7 +118,7 @@ const (
 
 var codes = map[string]bool{
 	CodeBadRequest: true, CodeProtocolMismatch: true, CodeBuildMismatch: true, CodeDaemonStale: true,
-	CodeShuttingDown: true, CodeUnknownTool: true, CodeBadCursor: true, CodeTaskUndefined: true,
+	CodeShuttingDown: true, CodeBusy: true, CodeUnknownTool: true, CodeBadCursor: true, CodeTaskUndefined: true,
 	CodeStoreUnavailable: true, CodeStoreDamaged: true, CodeInternal: true, CodeInvalidArgument: true,
 }
 

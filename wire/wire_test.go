@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func frame(body []byte) []byte {
@@ -257,4 +258,51 @@ func FuzzDecode(f *testing.F) {
 
 func syscallSocketpair() ([2]int, error) {
 	return syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+}
+
+// A frame's bytes count against the shared Budget as they arrive, not as
+// announced: connections that announce the largest frame and send one
+// byte hold a first chunk each, and the one that finds the budget spent is
+// refused (ErrBudget) rather than allocating what it announced.
+func TestBudget(t *testing.T) {
+	budget := NewBudget(2 * 64 << 10)
+	announce := func(a *Conn) {
+		var head [5]byte
+		binary.BigEndian.PutUint32(head[:4], MaxFrame)
+		if _, err := a.c.Write(head[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bs []*Conn
+	results := make(chan error, 3)
+	for range 3 {
+		a, b := pair(t)
+		b.Budget = budget
+		announce(a)
+		bs = append(bs, b)
+		go func() {
+			_, _, err := b.Receive()
+			results <- err
+		}()
+	}
+	// Two hold a chunk each and wait for more bytes; the third is refused.
+	select {
+	case err := <-results:
+		if !errors.Is(err, ErrBudget) {
+			t.Fatalf("the connection past the budget: %v, want ErrBudget", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no connection was refused within 30 s with two chunks of budget for three")
+	}
+	for _, b := range bs {
+		b.Close()
+	}
+	for range 2 {
+		if err := <-results; err == nil {
+			t.Errorf("a closed connection read a frame")
+		}
+	}
+	if budget.used != 0 {
+		t.Errorf("%d bytes still counted after every read ended", budget.used)
+	}
 }
