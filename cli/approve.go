@@ -2,10 +2,13 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,6 +52,10 @@ terminal can give one.`,
 			if id := getenv(f.Env, extproto.EnvInvocationID); id != "" {
 				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
 					"approve cannot run inside a command that %s runs (invocation %s): approvals come from the owner at a terminal", f.Name, id)}
+			}
+			if host, ok := hostAncestor(f); ok {
+				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
+					"approve cannot run below %s (pid %d), which runs extension commands: approvals come from the owner at a terminal, not from a command", f.Name, host)}
 			}
 			tty, ok := f.IO.In.(*os.File)
 			if !ok || !isTerminal(tty) {
@@ -179,4 +186,50 @@ func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, safe(r.Command), safe(r.Task), r.ExpiresAt.Local().Format(time.DateTime), inputs)
 	}
 	return tw.Flush()
+}
+
+// hostAncestor reports whether the process whose command line this is
+// descends from a process that runs extension commands — the thin client,
+// the core, rukhd, `rukh mcp` — and which. A command (or anything it
+// started, whatever it did with its environment, session or group) stays
+// below its host: the one-shot core and the client that starts a command
+// adopt what it leaves behind (package spawn). So `rukh approve` started
+// by a command is refused however it was started.
+func hostAncestor(f *Factory) (int, bool) {
+	pid := f.CallerPID
+	if pid == 0 {
+		pid = os.Getpid()
+	}
+	self, _ := os.Executable()
+	for range 256 { // a bound on the chain, whatever /proc says
+		ppid, ok := parentOf(pid)
+		if !ok || ppid <= 1 {
+			return 0, false
+		}
+		exe, err := os.Readlink("/proc/" + strconv.Itoa(ppid) + "/exe")
+		exe = strings.TrimSuffix(exe, " (deleted)")
+		if base := filepath.Base(exe); err == nil && (exe == self || base == f.Name || base == f.Name+"d") {
+			return ppid, true
+		}
+		pid = ppid
+	}
+	return 0, false
+}
+
+// parentOf reads a process's parent from /proc/PID/stat.
+func parentOf(pid int) (int, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(data, ')') // the command name may hold anything
+	if i < 0 {
+		return 0, false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	return ppid, err == nil
 }

@@ -46,6 +46,9 @@ type Factory struct {
 	// process: rukhd has the client that forwarded the command line start
 	// them, in the caller's own job (invoke.Request.Spawner).
 	Spawner invoke.Spawner
+	// CallerPID is the process whose command line this is; 0 for this
+	// process (rukhd sets its client's, from SO_PEERCRED).
+	CallerPID int
 	// HostNote says which host this process serves through and why, for
 	// `doctor`.
 	HostNote string

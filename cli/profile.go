@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rukh-cli/rukh/profile"
 	"io"
 	"os"
 	"text/tabwriter"
@@ -80,6 +81,11 @@ func newProfileApplyCmd(f *Factory) *cobra.Command {
 				fmt.Fprintln(f.IO.Out, c)
 			}
 			printChange(f, res, "profile apply")
+			if p, err := profile.Parse(data); err == nil {
+				for _, w := range p.Warnings() {
+					fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
+				}
+			}
 			return nil
 		},
 	}

@@ -351,7 +351,7 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		uc.SetReadDeadline(time.Time{})
 		closeAll(files)
 		if err == nil && (req.Status != nil || req.Stop != nil) {
-			s.serveRequest(ctx, c, req, nil)
+			s.serveRequest(ctx, c, req, nil, pid)
 		}
 		return
 	case s.stopping.Load():
@@ -369,7 +369,7 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		s.refuse(c, err, "")
 		return
 	}
-	s.serveRequest(ctx, c, req, files)
+	s.serveRequest(ctx, c, req, files, pid)
 }
 
 // refusePeer answers a peer it will not serve with e, after reading (and
@@ -450,7 +450,8 @@ func (cl *call) why() string {
 	return "interrupted"
 }
 
-func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, files []*os.File) {
+// serveRequest serves one request of the client process pid.
+func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, files []*os.File, pid int) {
 	reply := func(m *wire.Msg) { c.Send(m) }
 	fail := func(err error) {
 		var we *wire.Error
@@ -469,7 +470,7 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 		sp := newClientSpawner(c)
 		cl := s.watch(ctx, c, sp)
 		defer cl.cancel()
-		status := s.exec(cl.ctx, req.Exec, files, sp, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
+		status := s.exec(cl.ctx, req.Exec, files, sp, pid, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
 		reply(&wire.Msg{Exit: &wire.Exit{Status: status}})
 	case req.BindTask != nil:
 		task, err := s.Host.BindTask(ctx, req.BindTask.Task)
@@ -541,7 +542,7 @@ func (w diagWriter) Write(p []byte) (int, error) {
 
 // exec runs one command line of the CLI on the daemon's core, with the
 // client's streams, directory and environment, and returns its status.
-func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp invoke.Spawner, onStart func(string)) int {
+func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp invoke.Spawner, caller int, onStart func(string)) int {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	// The command line must mean the same files here as in the client: a
@@ -562,6 +563,7 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp in
 		NewHost:      func() (client.Host, error) { return s.Host, nil },
 		OnInvocation: onStart,
 		Spawner:      sp,
+		CallerPID:    caller,
 		HostNote:     fmt.Sprintf("daemon: %sd pid %d at %s", s.Name, os.Getpid(), s.Paths.Socket(s.Name)),
 	}
 	return cli.Execute(ctx, f, e.Args)

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -85,6 +86,24 @@ const (
 // need the owner's approval under t.
 func (t Task) NeedsApproval(class descriptor.EffectClass) bool {
 	return slices.Contains(t.RequireApproval, string(class))
+}
+
+// Warnings says what a valid profile allows that its owner may not mean:
+// a task that keeps calls for the owner's approval but runs its commands
+// under host or restricted enforcement, where a command acts with the
+// owner's own authority — it can change the owner's files, the store
+// among them — so approval guards against an agent's mistakes there, not
+// against a hostile command (docs/owner.md, "Effects and approval").
+func (p *Profile) Warnings() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(p.Tasks)) {
+		t := p.Tasks[name]
+		if len(t.RequireApproval) > 0 && t.Enforcement != EnforceStrict {
+			out = append(out, fmt.Sprintf("task %q keeps %s calls for your approval but runs its commands under %q enforcement, where a command acts with your authority (it can change your files, the store included); use \"strict\" for commands you do not trust",
+				name, strings.Join(t.RequireApproval, ", "), t.Enforcement))
+		}
+	}
+	return out
 }
 
 // ApprovalTTL is how long t's approvals last.

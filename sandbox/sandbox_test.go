@@ -446,6 +446,12 @@ func TestRestricted(t *testing.T) {
 		// The report pipe is closed on exec.
 		{"report fd", "", "error: bad file descriptor"},
 		{"pdeathsig", "", "ok: 9"},
+		// No capabilities, whoever the caller (this test may run as
+		// root): a root caller's would let it type on any terminal, load
+		// a module, reboot.
+		{"status", "CapPrm", "ok: CapPrm: 0000000000000000"},
+		{"status", "CapEff", "ok: CapEff: 0000000000000000"},
+		{"status", "CapAmb", "ok: CapAmb: 0000000000000000"},
 	} {
 		out, rep, status := run(t, spec, tc.what, tc.arg)
 		if status != 0 || rep != "" || !strings.HasPrefix(out, tc.want) {
@@ -811,6 +817,30 @@ func TestStrictCannotTypeOnTerminal(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(out), "ok: stdin: ") || strings.Contains(string(out), "typed") ||
 		!strings.HasSuffix(string(out), "the terminal holds \"\"\n") {
 		t.Errorf("%v: %q, stderr %q; want nothing typed on the terminal", err, out, stderr.String())
+	}
+}
+
+// A restricted command keeps its caller's terminal as its controlling
+// terminal, but cannot type on it (TIOCSTI, through stdin or /dev/tty):
+// without the filter, the kernel lets it, and a line typed there runs in
+// the owner's shell once the command is done (or answers `rukh approve`).
+func TestRestrictedCannotTypeOnTerminal(t *testing.T) {
+	master, slave := testpty.Open(t)
+	defer master.Close()
+	spec := sandbox.Spec{Profile: sandbox.Restricted}
+	self, _ := os.Executable()
+	cmd := exec.Command(self)
+	cmd.Args = append([]string{self}, spec.Args(helper, []string{self, "probe"})...)
+	cmd.Env = append(os.Environ(), envSession+"=1", envProbe+"=tiocsti")
+	cmd.Stdin = slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	slave.Close()
+	want := "ok: stdin: operation not permitted, /dev/tty: operation not permitted"
+	if err != nil || !strings.HasPrefix(string(out), want) || !strings.HasSuffix(string(out), "the terminal holds \"\"\n") {
+		t.Errorf("%v: %q, stderr %q; want %q and nothing typed on the terminal", err, out, stderr.String(), want)
 	}
 }
 

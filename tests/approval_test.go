@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/rukh-cli/rukh/admin"
 	"io"
 	"os"
 	"os/exec"
@@ -365,4 +366,41 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 	if raw(shown) || !strings.Contains(shown, `\u202egpj.exe`) {
 		t.Errorf("the approval prompt shows:\n%q", shown)
 	}
+}
+
+// TestCommandCannotApprove: a host command that gives `rukh approve` a
+// pseudo-terminal of its own, drops RUKH_INVOCATION_ID and answers yes is
+// refused (exit 77): it descends from the process that runs it, in-process
+// and through rukhd; the approval stays pending and the kept call does not
+// run.
+func TestCommandCannotApprove(t *testing.T) {
+	forEachHost(t, func(t *testing.T, host *testHost) {
+		h := newApprovalHome(t, host.Rukh)
+		rel := filepath.Join(h.dir, "ttyrel")
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "tty"), "./testdata/tty").CombinedOutput(); err != nil {
+			t.Fatalf("go build tty: %v\n%s", err, out)
+		}
+		if err := os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(ttyRelease), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
+		testhome.Apply(t, admin.New(filepath.Join(h.home, "data")), approvalProfile)
+		host.serve(t, h.home)
+		target := filepath.Join(h.dir, "orders")
+		env, _ := h.call(t, "agent", "", map[string]any{"arg": target})
+		id, _ := env["approvalId"].(string)
+		if id == "" {
+			t.Fatalf("no approval asked: %v", env)
+		}
+		out, errOut, status := h.rukhCLI(t, nil, nil, "tty", "approve", host.Rukh, id)
+		if status != 0 || !strings.Contains(out, "approve-exit=77") || !strings.Contains(out, "approve cannot run below rukh") {
+			t.Errorf("a command approving its own call: exit %d:\n%s%s", status, out, errOut)
+		}
+		if env, _ := h.call(t, "agent", "", map[string]any{"arg": target}); env["reason"] != "approval_required" || env["approvalId"] != id {
+			t.Errorf("after the command's attempt the call: %v; want still kept for approval %s", env, id)
+		}
+		if n := runs(t, target); n != 0 {
+			t.Errorf("the kept call ran %d times", n)
+		}
+	})
 }

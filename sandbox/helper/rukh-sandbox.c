@@ -18,7 +18,8 @@
  *                     (grant_fd)
  *   --probe           apply everything, then exit 0 instead of exec
  *
- * restricted: the rlimits and no_new_privs. strict: also no controlling
+ * restricted: the rlimits, no capabilities, no_new_privs and no typing
+ * on a terminal (TIOCSTI, TIOCLINUX). strict: also no controlling
  * terminal, a Landlock domain (ABI 4: the paths above only, TCP bind and
  * connect denied; with ABI 6, signals and abstract sockets scoped to the
  * domain), and a seccomp filter: no network, because no socket of any
@@ -580,8 +581,13 @@ static void landlock(const struct spec *s)
 #if defined(__x86_64__)
 #define SECCOMP_ARCH AUDIT_ARCH_X86_64
 #define X32_SYSCALL_BIT_ 0x40000000U
+/* The 32-bit ABI the kernel may also run, and its ioctl's number. */
+#define COMPAT_ARCH AUDIT_ARCH_I386
+#define COMPAT_NR_IOCTL 54
 #elif defined(__aarch64__) && defined(__AARCH64EL__)
 #define SECCOMP_ARCH AUDIT_ARCH_AARCH64
+#define COMPAT_ARCH AUDIT_ARCH_ARM
+#define COMPAT_NR_IOCTL 54
 #else
 #error "rukh-sandbox: little-endian x86-64 or arm64 only (the filter's arch and argument offsets)"
 #endif
@@ -688,6 +694,46 @@ static void syscall_filter(void)
 		fail_sys("seccomp", r);
 }
 
+/* terminal_filter keeps a restricted or strict command from typing on a
+ * terminal: ioctl(2) TIOCSTI (push characters into a terminal's input,
+ * for the shell that reads it next) and TIOCLINUX (whose selection paste
+ * does the same on a virtual console) fail with EPERM. A restricted
+ * command keeps its caller's controlling terminal, on which the kernel
+ * allows TIOCSTI without any privilege, so without this it could type a
+ * command line, or an answer to `rukh approve`, into the owner's shell.
+ * It holds for the other ABIs a 64-bit kernel runs: the 32-bit one (its
+ * own ioctl number), and on x86-64 x32, whose calls fail with ENOSYS as
+ * under strict. Another filter (strict's) may stack on it. */
+#ifndef X32_SYSCALL_BIT_
+#define X32_SYSCALL_BIT_ 0xffffffffU /* no x32: no call has this number */
+#endif
+static void terminal_filter(void)
+{
+	struct sock_filter f[] = {
+		/*  0 */ LOAD(__builtin_offsetof(struct seccomp_data, arch)),
+		/*  1 */ JEQ(SECCOMP_ARCH, 2, 0),
+		/*  2 */ JEQ(COMPAT_ARCH, 6, 0),
+		/*  3 */ RET(SECCOMP_RET_ALLOW),
+		/*  4 */ LOAD(__builtin_offsetof(struct seccomp_data, nr)),
+		/*  5 */ JGE(X32_SYSCALL_BIT_, 0, 1),
+		/*  6 */ DENY(ENOSYS_),
+		/*  7 */ JEQ(__NR_ioctl, 4, 0),
+		/*  8 */ RET(SECCOMP_RET_ALLOW),
+		/*  9 */ LOAD(__builtin_offsetof(struct seccomp_data, nr)),
+		/* 10 */ JEQ(COMPAT_NR_IOCTL, 1, 0),
+		/* 11 */ RET(SECCOMP_RET_ALLOW),
+		/* 12 */ LOAD(ARG_LO(1)),
+		/* 13 */ JEQ(TIOCSTI, 1, 0),
+		/* 14 */ JEQ(TIOCLINUX, 0, 1),
+		/* 15 */ DENY(EPERM_),
+		/* 16 */ RET(SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
+	long r = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	if (r < 0)
+		fail_sys("seccomp (terminal)", r);
+}
+
 /* check_filter is the probe's (rukh doctor's) proof that the filter acts
  * here: a TCP socket is refused, and a stream pair, like the channel,
  * still works. */
@@ -722,13 +768,15 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	 * host still lived) holds: the kernel clears it when the uids change
 	 * or the capabilities grow, and here no namespace is entered, no uid
 	 * changes and capabilities only shrink. */
-	if (s.strict) {
+	if (s.strict)
 		leave_terminal();
-		drop_capabilities();
-	}
+	/* Neither profile passes on a caller's capabilities (root's): with
+	 * them a command could type on any terminal, load a module, reboot. */
+	drop_capabilities();
 	r = sys5(__NR_prctl, PR_SET_NO_NEW_PRIVS_, 1, 0, 0, 0);
 	if (r < 0)
 		fail_sys("no_new_privs", r);
+	terminal_filter();
 	if (s.strict) {
 		landlock(&s);
 		syscall_filter();

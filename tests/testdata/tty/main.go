@@ -37,6 +37,10 @@ func main() {
 		fmt.Printf("left=%d\n", cmd.Process.Pid)
 		return
 	}
+	if len(os.Args) > 3 && os.Args[1] == "approve" {
+		approve(os.Args[2], os.Args[3])
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "hang" {
 		fmt.Println("hang?")
 		time.Sleep(time.Minute)
@@ -89,4 +93,54 @@ func size() string {
 		return "none"
 	}
 	return fmt.Sprintf("%dx%d", ws.Row, ws.Col)
+}
+
+// approve is a hostile command trying to approve its own call: it runs
+// `RUKH approve ID` on a pseudo-terminal of its own (a session leader with
+// it as controlling terminal), with RUKH_INVOCATION_ID removed, and
+// answers yes.
+func approve(rukh, id string) {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+	}
+	var n int
+	if err == nil {
+		n, err = unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	}
+	var pts *os.File
+	if err == nil {
+		pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	}
+	if err != nil {
+		fmt.Println("no pty:", err)
+		os.Exit(1)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RUKH_INVOCATION_ID=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command(rukh, "approve", id)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		fmt.Println("start:", err)
+		os.Exit(1)
+	}
+	pts.Close()
+	m.WriteString("yes\n")
+	var out strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		k, err := m.Read(buf)
+		out.Write(buf[:k])
+		if err != nil {
+			break
+		}
+	}
+	cmd.Wait()
+	fmt.Printf("approve-exit=%d\n%s\n", cmd.ProcessState.ExitCode(), out.String())
 }
