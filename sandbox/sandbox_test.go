@@ -205,6 +205,35 @@ func probe(what string, args []string) string {
 			ns = append(ns, l)
 		}
 		return res(strings.Join(ns, " "), nil)
+	case "kernel":
+		// Kernel surface strict closes (kernel_filter), each with the
+		// arguments an exploit would give it, and the process creation
+		// it leaves open.
+		var clone3Args [88]byte // struct clone_args, zero: a plain fork
+		var errs []string
+		for _, c := range []struct {
+			name string
+			nr   uintptr
+			args [3]uintptr
+		}{{"unshare", unix.SYS_UNSHARE, [3]uintptr{unix.CLONE_NEWUSER, 0, 0}},
+			{"setns", unix.SYS_SETNS, [3]uintptr{^uintptr(0), 0, 0}},
+			{"clone3", unix.SYS_CLONE3, [3]uintptr{uintptr(unsafe.Pointer(&clone3Args)), unsafe.Sizeof(clone3Args), 0}},
+			{"userfaultfd", unix.SYS_USERFAULTFD, [3]uintptr{1 /* UFFD_USER_MODE_ONLY */, 0, 0}},
+			{"perf_event_open", unix.SYS_PERF_EVENT_OPEN, [3]uintptr{0, 0, ^uintptr(0)}},
+			{"bpf", unix.SYS_BPF, [3]uintptr{0, 0, 0}},
+			{"chroot", unix.SYS_CHROOT, [3]uintptr{uintptr(unsafe.Pointer(&[]byte("/\x00")[0])), 0, 0}}} {
+			r, _, errno := unix.Syscall(c.nr, c.args[0], c.args[1], c.args[2])
+			if errno == 0 && c.name == "clone3" && r == 0 {
+				unix.Exit(0) // the child of a clone3 that was let through
+			}
+			errs = append(errs, c.name+" "+pick(errno == 0, "allowed", fmt.Sprint(errno)))
+		}
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			errs = append(errs, "fork "+err.Error())
+		} else {
+			errs = append(errs, "fork ok")
+		}
+		return res(strings.Join(errs, ", "), nil)
 	case "io_uring":
 		// io_uring_setup(1, &params); _enter and _register of no ring
 		// (EBADF, where they are allowed).
@@ -690,6 +719,9 @@ func TestStrictSockets(t *testing.T) {
 		{"netlink", strictSpec(t, nil, nil), "interfaces", nil, "error: route ip+net: netlinkrib: permission denied"},
 		{"mptcp listen", strictSpec(t, nil, nil), "listen", []string{"127.0.0.1:4242", "mptcp"}, "error: listen tcp 127.0.0.1:4242: socket: permission denied"},
 		{"exec", strictSpec(t, nil, nil), "exec", []string{"/bin/sh", "-c", "echo fine"}, "ok: fine"},
+		{"kernel surface", strictSpec(t, nil, nil), "kernel", nil,
+			"ok: unshare operation not permitted, setns operation not permitted, clone3 function not implemented, userfaultfd operation not permitted, " +
+				"perf_event_open operation not permitted, bpf operation not permitted, chroot operation not permitted, fork ok"},
 	} {
 		out, rep, status := run(t, tc.spec, tc.what, tc.args...)
 		if status != 0 || rep != "" || out != tc.want {

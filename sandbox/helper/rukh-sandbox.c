@@ -604,6 +604,8 @@ static void landlock(const struct spec *s)
  * instructions, else the next jf. */
 #define JEQ(k, jt, jf) {(__u16)(BPF_JMP | BPF_JEQ | BPF_K), (__u8)(jt), (__u8)(jf), (__u32)(k)}
 #define JGE(k, jt, jf) {(__u16)(BPF_JMP | BPF_JGE | BPF_K), (__u8)(jt), (__u8)(jf), (__u32)(k)}
+/* If A & k is not zero, skip jt instructions, else jf. */
+#define JSET(k, jt, jf) {(__u16)(BPF_JMP | BPF_JSET | BPF_K), (__u8)(jt), (__u8)(jf), (__u32)(k)}
 
 /* socketcall(2) multiplexes socket(2) and the rest behind one number on
  * 32-bit ABIs (i386, AArch32), which the filter kills: the 64-bit ABIs
@@ -734,6 +736,62 @@ static void terminal_filter(void)
 		fail_sys("seccomp (terminal)", r);
 }
 
+/* The namespace flags of clone(2) and unshare(2). */
+#define CLONE_NS_FLAGS_ (0x00020000U /* NEWNS */ | 0x02000000U /* NEWCGROUP */ | 0x04000000U /* NEWUTS */ | \
+	0x08000000U /* NEWIPC */ | 0x10000000U /* NEWUSER */ | 0x20000000U /* NEWPID */ | 0x40000000U /* NEWNET */ | \
+	0x00000080U /* NEWTIME */)
+
+/* kernel_filter closes kernel surface a strict command has no use for,
+ * as container runtimes' default profiles do (moby's, for one), where an
+ * unprivileged process still reaches it:
+ *
+ *   - new namespaces: unshare(2), setns(2), and clone(2) with a
+ *     namespace flag: EPERM. A user namespace gives a process every
+ *     capability inside it (mount, chroot, the network stack's
+ *     configuration) and with them kernel code that is otherwise root's.
+ *     clone3(2) passes its flags in memory the filter cannot read: ENOSYS,
+ *     so that libc falls back to clone(2), whose flags it can.
+ *   - userfaultfd(2): EPERM (a way to stall the kernel at a chosen point,
+ *     a staple of kernel exploits, even in UFFD_USER_MODE_ONLY).
+ *   - perf_event_open(2), bpf(2): EPERM.
+ *   - mount(2), pivot_root(2), chroot(2): EPERM (without a user
+ *     namespace the new mount API needs a capability the command has
+ *     not).
+ *
+ * Threads and processes are still created (clone without namespace flags,
+ * fork, vfork). The other architectures are killed by syscall_filter. */
+static void kernel_filter(void)
+{
+	struct sock_filter f[] = {
+		LOAD(__builtin_offsetof(struct seccomp_data, arch)),
+		JEQ(SECCOMP_ARCH, 1, 0),
+		RET(SECCOMP_RET_ALLOW), /* syscall_filter kills it */
+		LOAD(__builtin_offsetof(struct seccomp_data, nr)),
+		/* clone(flags, ...): no namespace flag */
+		JEQ(__NR_clone, 0, 4),
+		LOAD(ARG_LO(0)),
+		JSET(CLONE_NS_FLAGS_, 0, 1),
+		DENY(EPERM_),
+		RET(SECCOMP_RET_ALLOW),
+		JEQ(__NR_clone3, 0, 1),
+		DENY(ENOSYS_),
+		JEQ(__NR_unshare, 8, 0),
+		JEQ(__NR_setns, 7, 0),
+		JEQ(__NR_userfaultfd, 6, 0),
+		JEQ(__NR_perf_event_open, 5, 0),
+		JEQ(__NR_bpf, 4, 0),
+		JEQ(__NR_mount, 3, 0),
+		JEQ(__NR_pivot_root, 2, 0),
+		JEQ(__NR_chroot, 1, 0),
+		RET(SECCOMP_RET_ALLOW),
+		DENY(EPERM_),
+	};
+	struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
+	long r = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	if (r < 0)
+		fail_sys("seccomp (kernel)", r);
+}
+
 /* check_filter is the probe's (rukh doctor's) proof that the filter acts
  * here: a TCP socket is refused, and a stream pair, like the channel,
  * still works. */
@@ -780,6 +838,7 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	if (s.strict) {
 		landlock(&s);
 		syscall_filter();
+		kernel_filter();
 		if (s.probe)
 			check_filter();
 	}
