@@ -36,29 +36,68 @@ type grant struct {
 }
 
 // pathResource normalizes a "path:" resource and returns the resources to
-// authorize: the cleaned path (so /srv/public/../private is
-// /srv/private), and, when a symlink leads elsewhere, the path it resolves
-// to (so a link inside an allowed tree cannot reach outside it).
+// authorize: the cleaned path, as the caller wrote it (so
+// /srv/public/../private is /srv/private), and the path the kernel will
+// open for it (resolvePath): not the same when a symlink is on the way,
+// whose target a `..` after it climbs from, or a link that leads nowhere
+// yet but will be created through.
 func pathResource(resource string) (clean, real string, err error) {
 	p := strings.TrimPrefix(resource, "path:")
 	if !filepath.IsAbs(p) {
 		return "", "", fmt.Errorf("%q is not an absolute path", p)
 	}
-	clean = filepath.Clean(p)
-	// Resolve the longest part that exists, and keep the rest: a path
-	// that does not exist yet may still lead through a symlink.
-	existing, rest := clean, ""
-	for {
-		if r, err := filepath.EvalSymlinks(existing); err == nil {
-			return clean, filepath.Join(r, rest), nil
+	real, err = resolvePath(p)
+	return filepath.Clean(p), real, err
+}
+
+// maxLinks bounds the symbolic links one path may lead through, as the
+// kernel's own (ELOOP) does.
+const maxLinks = 40
+
+// resolvePath resolves p as the kernel does when it opens p: component by
+// component from the root, following every symbolic link, and applying
+// `..` to what was resolved so far — so `lnk/..` is the parent of lnk's
+// target, not the directory holding lnk. A link whose target does not
+// exist is followed all the same (a write through it creates the
+// target). A component that does not exist is taken as written; a `..`
+// after it comes back to what exists, whose links are followed again (a
+// command may create the missing directory before it opens the path).
+func resolvePath(p string) (string, error) {
+	resolved := "/"
+	rest := strings.Split(p, "/")
+	links := 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
 		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			return clean, clean, nil
+		next := filepath.Join(resolved, c)
+		fi, err := os.Lstat(next)
+		switch {
+		case err != nil:
+			resolved = next
+		case fi.Mode()&os.ModeSymlink != 0:
+			if links++; links > maxLinks {
+				return "", fmt.Errorf("%s leads through more than %d symbolic links", p, maxLinks)
+			}
+			target, err := os.Readlink(next)
+			if err != nil {
+				return "", err
+			}
+			if filepath.IsAbs(target) {
+				resolved = "/"
+			}
+			rest = append(strings.Split(target, "/"), rest...)
+		default:
+			resolved = next
 		}
-		rest = filepath.Join(filepath.Base(existing), rest)
-		existing = parent
 	}
+	return resolved, nil
 }
 
 // Invoke runs one call of a pinned target through every phase and returns
@@ -215,6 +254,15 @@ func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
 			return ad, denied(a.Action, "path:"+real, "task %q does not allow %s on %q: %s resolves to %s, which it does not allow", ad.taskName, a.Action, "path:"+clean, clean, real)
 		}
 		ad.grants = append(ad.grants, grant{path: real, write: !strings.HasSuffix(a.Action, ".read"), action: a.Action})
+		// The command is handed the path that was authorized, when the
+		// resource is one input: what it opens is what was checked, not
+		// what the kernel would make of the text it was given.
+		if id, ok := wholeInput(a.Resource, "path:"); ok {
+			if e, ok := ad.inputs[id]; ok && e.Value.Type() == values.String {
+				e.Value = values.StringValue(real)
+				ad.inputs[id] = e
+			}
+		}
 	}
 	ad.deadline = time.Duration(ad.task.DeadlineMs) * time.Millisecond
 	return ad, nil
@@ -250,6 +298,16 @@ func matchesAny(patterns []string, identity string) bool {
 		}
 	}
 	return false
+}
+
+// wholeInput reports whether template is prefix followed by exactly one
+// placeholder, and which input it names.
+func wholeInput(template, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(template, prefix)
+	if !ok || !strings.HasPrefix(rest, "{") || !strings.HasSuffix(rest, "}") || strings.Count(rest, "{") != 1 {
+		return "", false
+	}
+	return rest[1 : len(rest)-1], true
 }
 
 // expand fills {id} placeholders of a resource template with input values.

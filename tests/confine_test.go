@@ -75,6 +75,20 @@ func newConfined(t *testing.T, enf string) *confined {
 	if err := os.Symlink(filepath.Join(c.srv, "private"), filepath.Join(c.srv, "public/linkdir")); err != nil {
 		t.Fatal(err)
 	}
+	// A relative link into private/sub, whose `..` the kernel takes from
+	// private/sub, and a link to a file that does not exist.
+	if err := os.MkdirAll(filepath.Join(c.srv, "private/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.srv, "private/secret"), []byte("private secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../private/sub", filepath.Join(c.srv, "public/lnk")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../private/nothing.txt", filepath.Join(c.srv, "public/dangling")); err != nil {
+		t.Fatal(err)
+	}
 	limits := ""
 	if enf != "host" {
 		limits = `,"openFiles":64`
@@ -192,6 +206,10 @@ func TestConfinement(t *testing.T) {
 				{"traversal", []string{"read", filepath.Join(c.srv, "public/../private/a.txt")}, "", 77},
 				{"symlink out", []string{"read", filepath.Join(c.srv, "public/link.txt")}, "", 77},
 				{"symlinked dir, missing file", []string{"read", filepath.Join(c.srv, "public/linkdir/new.txt")}, "", 77},
+				// The kernel applies `..` after following lnk: the text
+				// says public/secret, the file opened is private/secret.
+				{"link then ..", []string{"read", c.srv + "/public/lnk/../secret"}, "", 77},
+				{"dangling link out", []string{"read", filepath.Join(c.srv, "public/dangling")}, "", 77},
 				{"lying command", []string{"read", filepath.Join(c.srv, "public/a.txt"), "--what", "readother", "--other", filepath.Join(c.srv, "public/b.txt")},
 					pick(strict, "error: open "+filepath.Join(c.srv, "public/b.txt")+": permission denied", "ok: public b"), 0},
 				{"no_new_privs", []string{"probe", "nnp"}, pick(enf == "host", "ok: NoNewPrivs: 0", "ok: NoNewPrivs: 1"), 0},
