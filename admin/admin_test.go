@@ -26,14 +26,14 @@ func TestMain(m *testing.M) {
 		// Installs once and is killed (SIGKILL) right after the install
 		// moved its verified copy into place, before it commits.
 		admin.SetHookAfterRename(func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) })
-		_, err := admin.New(dir).Install(os.Getenv("RUKH_TEST_INSTALL_SRC"), os.Getenv("RUKH_TEST_INSTALL_PIN"))
+		_, err := admin.New(dir).Install(os.Getenv("RUKH_TEST_INSTALL_SRC"), os.Getenv("RUKH_TEST_INSTALL_PIN"), admin.InstallOptions{})
 		fmt.Fprintln(os.Stderr, "not killed:", err)
 		os.Exit(3)
 	}
 	if dir := os.Getenv("RUKH_TEST_INSTALL_HELPER"); dir != "" {
 		a := admin.New(dir)
 		for {
-			if _, err := a.Install(os.Getenv("RUKH_TEST_INSTALL_SRC"), os.Getenv("RUKH_TEST_INSTALL_PIN")); err != nil {
+			if _, err := a.Install(os.Getenv("RUKH_TEST_INSTALL_SRC"), os.Getenv("RUKH_TEST_INSTALL_PIN"), admin.InstallOptions{}); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
@@ -179,7 +179,7 @@ func TestKillDuringInstall(t *testing.T) {
 	}
 	// The next install cleans up what the killed ones left and succeeds.
 	a := admin.New(dir)
-	if _, err := a.Install(src, pin); err != nil {
+	if _, err := a.Install(src, pin, admin.InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(a.ReleasesDir())

@@ -32,11 +32,33 @@ func (a *Admin) trustedKeys() (trust.KeyMap, error) {
 	return kr, err
 }
 
+// InstallOptions are what an owner may say about one install.
+type InstallOptions struct {
+	// NewPublisher lets a release of this publisher take over a package
+	// name that another publisher's releases hold (PublisherChangeError).
+	NewPublisher string
+}
+
+// PublisherChangeError refuses a release whose package name belongs to
+// another publisher: the one whose release of that package was installed
+// first. Without it, any trusted publisher could ship a release of
+// another's package and inherit every task rule written for it.
+type PublisherChangeError struct {
+	Package, Owner, Publisher, Version string
+}
+
+func (e *PublisherChangeError) Error() string {
+	return fmt.Sprintf("package %s belongs to publisher %q (whose release %s is installed); this release is by %q. A package name stays with the publisher that first installed it: if %q has taken %s over with your consent, install again with --new-publisher %s",
+		e.Package, e.Owner, e.Version, e.Publisher, e.Publisher, e.Package, e.Publisher)
+}
+
 // Install verifies the release at src (a .tar.gz archive or a directory)
 // and installs and activates it as one new revision. A release is accepted
 // only when its signature verifies under a trusted key of its publisher, or
-// when pin names its exact digest. Nothing is written unless it is.
-func (a *Admin) Install(src, pin string) (*InstallResult, error) {
+// when pin names its exact digest; and, when releases of its package are
+// installed, only when they are its publisher's too (or opts.NewPublisher
+// names it). Nothing is written unless it is.
+func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, error) {
 	if err := os.MkdirAll(a.ReleasesDir(), 0o700); err != nil {
 		return nil, err
 	}
@@ -87,6 +109,9 @@ func (a *Admin) Install(src, pin string) (*InstallResult, error) {
 		if existing, err = tx.Release(digest); err != nil {
 			return err
 		}
+		if err := packageOwner(tx, d.Package, d.Publisher, opts.NewPublisher); err != nil {
+			return err
+		}
 		if existing == nil || !hasFile(filepath.Join(final, descriptor.FileName)) {
 			// No record: a directory here is left over from an install that
 			// was killed before it committed. A record without files is
@@ -122,6 +147,21 @@ func (a *Admin) Install(src, pin string) (*InstallResult, error) {
 		record = existing
 	}
 	return &InstallResult{Result: res, Release: record, AlreadyInstalled: existing != nil}, nil
+}
+
+// packageOwner refuses a release of pkg by publisher when an installed
+// release of pkg is another publisher's, unless allow names publisher.
+func packageOwner(tx *store.Tx, pkg, publisher, allow string) error {
+	rels, err := tx.Releases()
+	if err != nil {
+		return err
+	}
+	for _, r := range rels {
+		if r.Package == pkg && r.Publisher != publisher && allow != publisher {
+			return &PublisherChangeError{Package: pkg, Owner: r.Publisher, Publisher: publisher, Version: r.Version}
+		}
+	}
+	return nil
 }
 
 // releaseDir is where the release with digest lives. It is derived from

@@ -134,7 +134,7 @@ func TestInstallRefusesCaseDuplicates(t *testing.T) {
 	for _, src := range []struct{ name, path string }{{"directory", dir}, {"archive", archiveOf(t, dir)}} {
 		t.Run(src.name, func(t *testing.T) {
 			a := admin.New(testhome.TempDir(t))
-			_, err := a.Install(src.path, zeroPin)
+			_, err := a.Install(src.path, zeroPin, admin.InstallOptions{})
 			requireCode(t, err, trust.CodeDuplicateEntry, want)
 			requireNothingInstalled(t, a)
 		})
@@ -147,7 +147,7 @@ func installWithin(t *testing.T, a *admin.Admin, src, pin string) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Install(src, pin)
+		_, err := a.Install(src, pin, admin.InstallOptions{})
 		done <- err
 	}()
 	select {
@@ -263,7 +263,7 @@ func TestOrphanSwept(t *testing.T) {
 		change func() error
 		want   []string // besides kept
 	}{
-		{"install of another release", func() error { _, err := a.Install(deploy, pinOf(t, deploy)); return err },
+		{"install of another release", func() error { _, err := a.Install(deploy, pinOf(t, deploy), admin.InstallOptions{}); return err },
 			[]string{filepath.Base(deployDir)}},
 		{"profile apply", func() error { _, _, err := a.ApplyProfile(profileJSON("swept")); return err },
 			[]string{filepath.Base(deployDir)}},
@@ -293,7 +293,7 @@ func TestOrphanSwept(t *testing.T) {
 		t.Fatalf("after a refused change the orphan is still there (%v)", err)
 	}
 	// And the release whose install was killed installs cleanly.
-	if _, err := a.Install(greet, pinOf(t, greet)); err != nil {
+	if _, err := a.Install(greet, pinOf(t, greet), admin.InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	checkStore(t, a)
@@ -309,7 +309,7 @@ func TestSweepSparesDamagedStore(t *testing.T) {
 	dataDir := testhome.TempDir(t)
 	a := admin.New(dataDir)
 	deploy := copyExample(t, "deploy")
-	if _, err := a.Install(deploy, pinOf(t, deploy)); err != nil {
+	if _, err := a.Install(deploy, pinOf(t, deploy), admin.InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	orphan := crashInstall(t, dataDir, copyExample(t, "greet"))
@@ -345,7 +345,7 @@ func TestSweepSparesNewStore(t *testing.T) {
 	a := admin.New(dataDir)
 	for _, name := range []string{"deploy", "greet"} {
 		dir := copyExample(t, name)
-		if _, err := a.Install(dir, pinOf(t, dir)); err != nil {
+		if _, err := a.Install(dir, pinOf(t, dir), admin.InstallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -361,5 +361,44 @@ func TestSweepSparesNewStore(t *testing.T) {
 	}
 	if got := releaseDirs(t, a); !slices.Equal(got, before) {
 		t.Fatalf("after a change on a new store the releases directory holds %v, want %v", got, before)
+	}
+}
+
+// A package name belongs to the publisher whose release of it was
+// installed first: another trusted publisher's release of the same
+// package is refused, naming both and the flag, unless the owner names
+// the new publisher; nothing changes when it is refused.
+func TestPackageStaysWithItsPublisher(t *testing.T) {
+	a := admin.New(t.TempDir())
+	greet := copyExample(t, "greet")
+	if _, err := a.Install(greet, pinOf(t, greet), admin.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evil := copyExample(t, "greet")
+	desc := filepath.Join(evil, "rukh-extension.json")
+	data, err := os.ReadFile(desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(strings.Replace(string(data), `"publisher": "acme"`, `"publisher": "evil"`, 1), `"version": "0.1.0"`, `"version": "0.1.1"`, 1))
+	if err := os.WriteFile(desc, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := releaseDirs(t, a)
+	_, err = a.Install(evil, pinOf(t, evil), admin.InstallOptions{})
+	var pe *admin.PublisherChangeError
+	if !errors.As(err, &pe) || pe.Package != "acme.greet" || pe.Owner != "acme" || pe.Publisher != "evil" ||
+		!strings.Contains(err.Error(), "--new-publisher evil") {
+		t.Fatalf("another publisher's release of acme.greet: %v", err)
+	}
+	if got := releaseDirs(t, a); !slices.Equal(got, before) {
+		t.Errorf("a refused install left %v, was %v", got, before)
+	}
+	if _, err := a.Install(evil, pinOf(t, evil), admin.InstallOptions{NewPublisher: "someone-else"}); !errors.As(err, &pe) {
+		t.Errorf("--new-publisher naming another publisher: %v", err)
+	}
+	res, err := a.Install(evil, pinOf(t, evil), admin.InstallOptions{NewPublisher: "evil"})
+	if err != nil || res.Release.Publisher != "evil" {
+		t.Fatalf("with --new-publisher evil: %+v, %v", res, err)
 	}
 }

@@ -87,9 +87,9 @@ func reportDescriptorErrors(f *Factory, what string, err error) error {
 }
 
 func newExtInstallCmd(f *Factory) *cobra.Command {
-	var pin string
+	var pin, newPublisher string
 	cmd := &cobra.Command{
-		Use:   "install FILE|DIR [--pin sha256:HEX]",
+		Use:   "install FILE|DIR [--pin sha256:HEX] [--new-publisher NAME]",
 		Short: "Verify, install and activate a release",
 		Long: `Verify a release archive or directory and install and activate it as one
 new profile revision. It is accepted only when it is signed by a trusted key
@@ -100,7 +100,7 @@ of its publisher, or when --pin names its exact digest (local development).`,
 			if err != nil {
 				return err
 			}
-			res, err := h.Install(cmd.Context(), f.Abs(args[0]), pin)
+			res, err := h.Install(cmd.Context(), f.Abs(args[0]), pin, admin.InstallOptions{NewPublisher: newPublisher})
 			if err != nil {
 				return reportDescriptorErrors(f, args[0], err)
 			}
@@ -114,6 +114,7 @@ of its publisher, or when --pin names its exact digest (local development).`,
 		},
 	}
 	cmd.Flags().StringVar(&pin, "pin", "", "accept this exact release digest even if unsigned (sha256:HEX)")
+	cmd.Flags().StringVar(&newPublisher, "new-publisher", "", "let this release's publisher take over a package that another publisher's releases hold")
 	return cmd
 }
 

@@ -41,7 +41,7 @@ type Host interface {
 	Invoke(ctx context.Context, t *invoke.Target, req *invoke.Request) (*invoke.Outcome, error)
 
 	// Admin: the owner's changes, each one new profile revision.
-	Install(ctx context.Context, src, pin string) (*admin.InstallResult, error)
+	Install(ctx context.Context, src, pin string, opts admin.InstallOptions) (*admin.InstallResult, error)
 	Remove(ctx context.Context, ref string) (*admin.Result, error)
 	Activate(ctx context.Context, ref string) (*admin.Result, error)
 	Deactivate(ctx context.Context, pkg string) (*admin.Result, error)
@@ -186,8 +186,8 @@ func (l *Local) Invoke(ctx context.Context, t *invoke.Target, req *invoke.Reques
 	return l.core.Invoke(ctx, t, req)
 }
 
-func (l *Local) Install(_ context.Context, src, pin string) (*admin.InstallResult, error) {
-	return l.admin.Install(src, pin)
+func (l *Local) Install(_ context.Context, src, pin string, opts admin.InstallOptions) (*admin.InstallResult, error) {
+	return l.admin.Install(src, pin, opts)
 }
 
 func (l *Local) Remove(_ context.Context, ref string) (*admin.Result, error) {

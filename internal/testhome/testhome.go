@@ -46,7 +46,7 @@ func InstallPinned(t testing.TB, dataDir, rel string) *admin.Admin {
 		t.Fatal(err)
 	}
 	a := admin.New(dataDir)
-	if _, err := a.Install(rel, m.Digest()); err != nil {
+	if _, err := a.Install(rel, m.Digest(), admin.InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return a
