@@ -155,7 +155,10 @@ func (a *Admin) commit(op string, auditAlways bool, change func(tx *store.Tx, c 
 		if err := change(tx, c); err != nil {
 			return err
 		}
-		proj, problems := project(tx, c, 0)
+		proj, problems, err := project(tx, c, 0)
+		if err != nil {
+			return err
+		}
 		if len(problems) > 0 {
 			return &RejectedError{Op: op, Problems: problems}
 		}
@@ -223,7 +226,11 @@ func runThen(tx *store.Tx, c *Candidate) error {
 // decode, and routes and tools must be consistent. revision is the number
 // the names are computed for (0 while a candidate has none yet: names are
 // checked for uniqueness, which does not depend on the number).
-func project(tx *store.Tx, c *Candidate, revision uint64) (*projection.Projection, []string) {
+//
+// A release record that does not read, or a stored descriptor that no
+// longer decodes (it was validated when it was installed), is damage to
+// the store, returned as the error, never a problem of the candidate.
+func project(tx *store.Tx, c *Candidate, revision uint64) (*projection.Projection, []string, error) {
 	var problems []string
 	var pkgs []projection.Package
 	for _, name := range sortedNames(c.Packages) {
@@ -231,8 +238,7 @@ func project(tx *store.Tx, c *Candidate, revision uint64) (*projection.Projectio
 		rel, err := tx.Release(ap.Digest)
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
-			continue
+			return nil, nil, err
 		case rel == nil:
 			problems = append(problems, fmt.Sprintf("%s %s: release %s is not installed", name, ap.Version, ap.Digest))
 			continue
@@ -243,13 +249,12 @@ func project(tx *store.Tx, c *Candidate, revision uint64) (*projection.Projectio
 		}
 		d, err := descriptor.Decode(rel.Descriptor)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s %s: stored descriptor: %v", name, ap.Version, err))
-			continue
+			return nil, nil, &store.CorruptError{Bucket: "releases", Key: ap.Digest, Err: fmt.Errorf("the stored descriptor of %s %s no longer decodes: %v", name, ap.Version, err)}
 		}
 		pkgs = append(pkgs, projection.Package{Digest: rel.Digest, Descriptor: d})
 	}
 	if len(problems) > 0 {
-		return nil, problems
+		return nil, problems, nil
 	}
 	proj, errs := projection.Build(projection.Input{
 		Namespace: c.Profile.EndpointNamespace,
@@ -261,7 +266,7 @@ func project(tx *store.Tx, c *Candidate, revision uint64) (*projection.Projectio
 	for _, e := range errs {
 		problems = append(problems, e.Error())
 	}
-	return proj, problems
+	return proj, problems, nil
 }
 
 // State returns the active revision, its profile, projection and the
@@ -282,7 +287,10 @@ func (a *Admin) State() (*State, error) {
 		if cur != nil {
 			rev = cur.Number
 		}
-		proj, problems := project(tx, c, rev)
+		proj, problems, err := project(tx, c, rev)
+		if err != nil {
+			return err
+		}
 		if len(problems) > 0 {
 			// It projected when it was published: what changed is the
 			// store.

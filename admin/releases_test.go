@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"github.com/rukh-cli/rukh/store"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -400,5 +401,36 @@ func TestPackageStaysWithItsPublisher(t *testing.T) {
 	res, err := a.Install(evil, pinOf(t, evil), admin.InstallOptions{NewPublisher: "evil"})
 	if err != nil || res.Release.Publisher != "evil" {
 		t.Fatalf("with --new-publisher evil: %+v, %v", res, err)
+	}
+}
+
+// A stored descriptor that no longer decodes (it did when it was
+// installed) is damage to the store — *store.CorruptError, exit 75 — not
+// a refused change of the owner's.
+func TestDamagedStoredDescriptor(t *testing.T) {
+	a := admin.New(t.TempDir())
+	greet := copyExample(t, "greet")
+	res, err := a.Install(greet, pinOf(t, greet), admin.InstallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(a.StorePath(), store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx *store.Tx) error {
+		r := *res.Release
+		r.Descriptor = []byte(`{"schema": "rukh.extension/2", "package": `)
+		return tx.PutRelease(&r)
+	})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = a.ApplyProfile(profileJSON("after"))
+	var ce *store.CorruptError
+	var re *admin.RejectedError
+	if !errors.As(err, &ce) || errors.As(err, &re) {
+		t.Fatalf("apply over a damaged stored descriptor: %T %v; want *store.CorruptError", err, err)
 	}
 }
