@@ -176,6 +176,14 @@ func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
 	if asJSON {
 		return writeJSON(f.IO.Out, rows)
 	}
+	if len(rows) == 0 {
+		what := "no call waits for your approval"
+		if all {
+			what = "no approval has been asked for"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "%s; a task with requireApproval keeps such calls (docs/owner.md, \"Effects and approval\")\n", what)
+		return nil
+	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCOMMAND\tTASK\tEXPIRES\tINPUTS")
 	for _, r := range rows {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -13,10 +15,14 @@ import (
 // exit status. Errors are printed to f.IO.ErrOut, once.
 func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := NewRoot(f)
+	failed := root
 	err := addExtensions(ctx, f, root, args)
 	if err == nil {
+		err = unknownCommand(root, args)
+	}
+	if err == nil {
 		root.SetArgs(args)
-		err = root.ExecuteContext(ctx)
+		failed, err = root.ExecuteContextC(ctx)
 	}
 	if err == nil {
 		return ExitOK
@@ -31,10 +37,52 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, safeLines(err.Error()))
 		var ue *UsageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", f.Name)
+			path := f.Name
+			if failed != nil {
+				path = failed.CommandPath()
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", path)
 		}
 	}
 	return exitStatus(err)
+}
+
+// unknownCommand refuses a command line whose first word names no command,
+// before cobra parses flags that command would have taken (`rukh profle
+// apply -f p.json` is a misspelt command, not an unknown -f), and says
+// which commands were likely meant.
+func unknownCommand(root *cobra.Command, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[0], "__") {
+		return nil
+	}
+	// cobra adds these when it executes; Find must know them now.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find(args); err != nil || c != root {
+		return nil
+	}
+	return &UsageError{fmt.Errorf("unknown command %q%s", args[0], didYouMean(root, args[0]))}
+}
+
+// didYouMean is cobra's suggestions for a misspelt subcommand of c, as a
+// sentence to append, or "".
+func didYouMean(c *cobra.Command, word string) string {
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's own default, which only its error path sets
+	}
+	s := c.SuggestionsFor(word)
+	if len(s) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(quoteAll(s), " or ") + "?"
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = strconv.Quote(x)
+	}
+	return out
 }
 
 // NewRoot returns the root command with the built-in commands.
@@ -54,7 +102,7 @@ where the owner's profile exposes it.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return &UsageError{fmt.Errorf("unknown command %q", args[0])}
+			return &UsageError{fmt.Errorf("unknown command %q%s", args[0], didYouMean(cmd, args[0]))}
 		}
 		return nil
 	}
@@ -70,7 +118,7 @@ where the owner's profile exposes it.`,
 func noArgsGroup(cmd *cobra.Command) *cobra.Command {
 	cmd.Args = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return &UsageError{fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())}
+			return &UsageError{fmt.Errorf("unknown command %q for %q%s", args[0], c.CommandPath(), didYouMean(c, args[0]))}
 		}
 		return nil
 	}
