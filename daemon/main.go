@@ -109,6 +109,29 @@ func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logg
 	return err
 }
 
+// privateSocket makes a socket it was handed (socket activation) reachable
+// by its user only, whatever made it: systemd-socket-activate, for one,
+// creates it 0644 in a directory others may enter. Peer credentials are
+// checked at every connection too; this keeps others from connecting at
+// all. A socket this user cannot chmod is refused.
+func privateSocket(ul *net.UnixListener) error {
+	path := ul.Addr().String()
+	if path == "" || path[0] == '@' {
+		return nil // abstract: no file to protect (and no way to)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("the socket passed by socket activation, %s: %w", path, err)
+	}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("the socket passed by socket activation, %s, is open to others (mode %04o) and cannot be made private: %w; set SocketMode=0600 in the socket unit", path, fi.Mode().Perm(), err)
+	}
+	return nil
+}
+
 // New returns a Server for the CLI name's files at p, with the store open
 // (waiting at most storeWait for an in-process client to release it).
 // Close closes the store once Serve has returned.
@@ -135,6 +158,10 @@ func Listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener,
 	}
 	for _, l := range lns {
 		if ul, ok := l.(*net.UnixListener); ok {
+			if err := privateSocket(ul); err != nil {
+				ul.Close()
+				return nil, false, &exitError{exitTempFail, err}
+			}
 			return ul, true, nil
 		}
 	}

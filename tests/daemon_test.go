@@ -571,6 +571,11 @@ func testDaemonSocketActivation(t *testing.T, b *dtBins) {
 
 	sa = activated(nil, "-E", "RUKH_HOME="+h.home, b.rukhd)
 	st := h.status() // the first connection starts rukhd in the activator's process
+	// systemd-socket-activate made the socket 0644; the daemon it became
+	// keeps it to its user.
+	if fi, err := os.Stat(h.sock()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the activated socket: %v, %v; want mode 0600", fi.Mode(), err)
+	}
 	if st.PID != sa.cmd.Process.Pid || !st.Activated || st.Socket != h.sock() || st.Build != b.build {
 		t.Errorf("daemon status %+v; want pid %d (the activator's, exec'd into rukhd), activated, socket %s, build %s",
 			st, sa.cmd.Process.Pid, h.sock(), b.build)
