@@ -22,12 +22,14 @@ package extsdk
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -234,10 +236,13 @@ func Text(s string) Result {
 }
 
 // Structured returns a structured result: v encoded by encoding/json,
-// which must match the declared result schema. An encoding error is
-// reported when the result is sent, as a failure of the command.
+// which must match the declared result schema. A nil slice is encoded as
+// an empty array, not null (a Go program's empty list is most often a nil
+// slice, and a schema that expects an array refuses null); a nil map,
+// pointer or interface stays null. An encoding error is reported when the
+// result is sent, as a failure of the command.
 func Structured(v any) Result {
-	data, err := json.Marshal(v)
+	data, err := json.Marshal(emptySlices(reflect.ValueOf(v), 0))
 	if err != nil {
 		return Result{err: err}
 	}
@@ -310,4 +315,79 @@ func failureOf(err error) (*Result, int) {
 		status = ExitFailed
 	}
 	return result, status
+}
+
+// emptySlices returns v with every nil slice in it (struct fields, map
+// values, slice elements, behind pointers and interfaces) made an empty
+// one. Values that encode themselves (json.Marshaler,
+// encoding.TextMarshaler) are left as they are, and so is anything deeper
+// than 64 levels (encoding/json refuses a cycle there).
+func emptySlices(v reflect.Value, depth int) any {
+	if !v.IsValid() {
+		return nil
+	}
+	return copyEmpty(v, depth).Interface()
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+func copyEmpty(v reflect.Value, depth int) reflect.Value {
+	t := v.Type()
+	if depth > 64 || t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
+		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return v
+	}
+	switch v.Kind() {
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return v // []byte is base64 text, null when nil
+		}
+		out := reflect.MakeSlice(t, v.Len(), v.Len())
+		for i := range v.Len() {
+			out.Index(i).Set(copyEmpty(v.Index(i), depth+1))
+		}
+		return out
+	case reflect.Array:
+		out := reflect.New(t).Elem()
+		for i := range v.Len() {
+			out.Index(i).Set(copyEmpty(v.Index(i), depth+1))
+		}
+		return out
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.MakeMapWithSize(t, v.Len())
+		for it := v.MapRange(); it.Next(); {
+			out.SetMapIndex(it.Key(), copyEmpty(it.Value(), depth+1))
+		}
+		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(t.Elem())
+		out.Elem().Set(copyEmpty(v.Elem(), depth+1))
+		return out
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(t).Elem()
+		out.Set(copyEmpty(v.Elem(), depth+1))
+		return out
+	case reflect.Struct:
+		out := reflect.New(t).Elem()
+		out.Set(v) // unexported fields, which encoding/json leaves out anyway
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() {
+				out.Field(i).Set(copyEmpty(v.Field(i), depth+1))
+			}
+		}
+		return out
+	}
+	return v
 }

@@ -3,6 +3,7 @@ package extsdk
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -422,5 +423,36 @@ func TestGettersPanicOnMistakes(t *testing.T) {
 			}()
 			tc.get()
 		})
+	}
+}
+
+// A nil slice, wherever it is, is encoded as an empty array (a schema
+// that expects an array refuses null); nil maps, pointers, interfaces and
+// []byte stay null, and values that encode themselves are left alone.
+func TestStructuredNilSlices(t *testing.T) {
+	type inner struct{ L []int }
+	var nilInts []int
+	v := struct {
+		Items  []string
+		M      map[string][]int
+		NilMap map[string]int
+		P      *inner
+		NilP   *inner
+		B      []byte
+		Any    any
+		Arr    [1][]string
+		Raw    json.RawMessage
+		hidden []int
+	}{M: map[string][]int{"a": nil}, P: &inner{}, Any: nilInts}
+	raw, err := Structured(v).encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"kind":"structured","data":{"Items":[],"M":{"a":[]},"NilMap":null,"P":{"L":[]},"NilP":null,"B":null,"Any":[],"Arr":[[]],"Raw":null}}`
+	if string(raw) != want {
+		t.Errorf("got  %s\nwant %s", raw, want)
+	}
+	if raw, _ := Structured(nil).encode(); string(raw) != `{"kind":"structured","data":null}` {
+		t.Errorf("nil: %s", raw)
 	}
 }
