@@ -211,7 +211,13 @@ func decodeCommand(p *problems, d *Descriptor, v *strictjson.Value, at string) *
 	}
 	c.Eligibility = eligibility(format, c)
 	if c.Machine.Eligible {
-		if rs := obstacles(c); len(rs) > 0 {
+		rs := obstacles(c)
+		// A result that is declared but invalid has its own problem
+		// above: it is not also "not declared".
+		if ex := o.v.Get("execute"); ex != nil && ex.Get("result") != nil {
+			rs = slices.DeleteFunc(rs, func(r Reason) bool { return r == ReasonNoResult })
+		}
+		if len(rs) > 0 {
 			msgs := make([]string, len(rs))
 			for i, r := range rs {
 				msgs[i] = r.Message
