@@ -20,6 +20,9 @@ type InstallResult struct {
 	*Result
 	Release          *store.Release
 	AlreadyInstalled bool
+	// NowSigned: the release was installed pinned, and this install
+	// verified its signature: its record now says who signed it.
+	NowSigned bool
 }
 
 // trustedKeys is the keys of the active revision as a trust.Keyring.
@@ -103,6 +106,7 @@ func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, e
 	// Whether the release exists, and its files, are decided under the
 	// store's lock: another install of the same release waits for it.
 	var existing *store.Release
+	nowSigned := false
 	op := fmt.Sprintf("install %s %s", d.Package, d.Version)
 	res, err := a.publish(op, func(tx *store.Tx, c *Candidate) error {
 		var err error
@@ -132,10 +136,20 @@ func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, e
 				return err
 			}
 		}
-		if existing == nil {
+		switch {
+		case existing == nil:
 			if err := tx.PutRelease(record); err != nil {
 				return err
 			}
+		case existing.Pinned && !record.Pinned:
+			// Pinned first, now signed: the same files, now trusted by
+			// their publisher's key.
+			signed := *existing
+			signed.Pinned, signed.SignedBy = false, record.SignedBy
+			if err := tx.PutRelease(&signed); err != nil {
+				return err
+			}
+			existing, nowSigned = &signed, true
 		}
 		c.Packages[d.Package] = store.ActivePackage{Package: d.Package, Version: d.Version, Digest: digest}
 		return nil
@@ -146,7 +160,7 @@ func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, e
 	if existing != nil {
 		record = existing
 	}
-	return &InstallResult{Result: res, Release: record, AlreadyInstalled: existing != nil}, nil
+	return &InstallResult{Result: res, Release: record, AlreadyInstalled: existing != nil, NowSigned: nowSigned}, nil
 }
 
 // packageOwner refuses a release of pkg by publisher when an installed

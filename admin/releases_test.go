@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
 	"errors"
 	"github.com/rukh-cli/rukh/store"
 	"io/fs"
@@ -432,5 +433,48 @@ func TestDamagedStoredDescriptor(t *testing.T) {
 	var re *admin.RejectedError
 	if !errors.As(err, &ce) || errors.As(err, &re) {
 		t.Fatalf("apply over a damaged stored descriptor: %T %v; want *store.CorruptError", err, err)
+	}
+}
+
+// A release installed pinned and then from its signed archive (the same
+// files) is now trusted by its publisher's key: its record says who
+// signed it, and the install says so instead of "already installed".
+func TestPinnedThenSigned(t *testing.T) {
+	dir := t.TempDir()
+	a := admin.New(filepath.Join(dir, "data"))
+	greet := copyExample(t, "greet")
+	if _, err := a.Install(greet, pinOf(t, greet), admin.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := trust.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(dir, "acme.pub")
+	if err := trust.WritePublicKey(pub, k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.TrustAdd("acme", pub); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "greet.tar.gz")
+	f, err := os.Create(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trust.Pack(greet, k, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	res, err := a.Install(archive, "", admin.InstallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.AlreadyInstalled || !res.NowSigned || res.Release.Pinned || res.Release.SignedBy != k.Public().ID() {
+		t.Errorf("install of the signed archive: %+v (release %+v)", res, res.Release)
+	}
+	again, err := a.Install(archive, "", admin.InstallOptions{})
+	if err != nil || again.NowSigned || !again.AlreadyInstalled {
+		t.Errorf("a second install of it: %+v, %v", again, err)
 	}
 }

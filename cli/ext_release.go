@@ -106,7 +106,10 @@ of its publisher, or when --pin names its exact digest (local development).`,
 			}
 			r := res.Release
 			what := fmt.Sprintf("installed %s %s (%s)", r.Package, r.Version, r.Digest)
-			if res.AlreadyInstalled {
+			switch {
+			case res.NowSigned:
+				what = fmt.Sprintf("%s %s is already installed (%s), pinned; it is now trusted as signed by %s key %s", r.Package, r.Version, r.Digest, r.Publisher, r.SignedBy)
+			case res.AlreadyInstalled:
 				what = fmt.Sprintf("%s %s is already installed (%s)", r.Package, r.Version, r.Digest)
 			}
 			printChange(f, res.Result, what)
@@ -258,6 +261,11 @@ func newExtRefCmd(f *Factory, use, short string, run func(h client.Host, ctx con
 			res, err := run(h, cmd.Context(), args[0])
 			if err != nil {
 				return err
+			}
+			if verb == "remove" && !res.Changed {
+				// The release went, its revision did not: it was not active.
+				fmt.Fprintf(f.IO.ErrOut, "removed %s, which was not active: revision %d is unchanged\n", args[0], res.New)
+				return nil
 			}
 			printChange(f, res, verb+" "+args[0])
 			return nil
