@@ -296,6 +296,9 @@ func flagUsage(in descriptor.Input) string {
 	typ := string(in.Type)
 	if in.Type == values.List && in.Item != nil {
 		typ = "list of " + string(in.Item.Type) + "; repeat the flag"
+		if in.Flag == "" {
+			typ = "list of " + string(in.Item.Type) + "; give each as its own argument"
+		}
 	}
 	var facts []string
 	facts = append(facts, typ)

@@ -78,3 +78,19 @@ func TestDescriptorJSONSchema(t *testing.T) {
 		}
 	}
 }
+
+// docs/descriptor.md lists exactly the reserved words.
+func TestReservedWordsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "descriptor.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(doc)), " ")
+	var quoted []string
+	for _, w := range descriptor.ReservedWords {
+		quoted = append(quoted, "`"+w+"`")
+	}
+	if want := "word: " + strings.Join(quoted, ", ") + " (`reserved_word`)"; !strings.Contains(text, want) {
+		t.Errorf("docs/descriptor.md does not list the reserved words as %q", want)
+	}
+}

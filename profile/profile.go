@@ -264,14 +264,19 @@ func (p *Profile) Validate() error {
 	add := func(at, format string, args ...any) {
 		errs = append(errs, &Error{Path: at, Message: fmt.Sprintf(format, args...)})
 	}
-	if len(p.EndpointNamespace) > MaxNamespaceSize || !reNamespace().MatchString(p.EndpointNamespace) {
+	switch {
+	case p.EndpointNamespace == "":
+		add("/endpointNamespace", "missing: every profile names its endpoint namespace (e.g. \"team\"), part of every tool name; see docs/owner.md, \"Profile\"")
+	case len(p.EndpointNamespace) > MaxNamespaceSize || !reNamespace().MatchString(p.EndpointNamespace):
 		add("/endpointNamespace", "%q is not a namespace: lowercase letters and digits joined by \"-\", at most %d characters", p.EndpointNamespace, MaxNamespaceSize)
 	}
 	if len(p.Tasks) > MaxTasks {
 		add("/tasks", "%d tasks; at most %d are allowed", len(p.Tasks), MaxTasks)
 	}
 	taskRef := func(at, name string) {
-		if _, ok := p.Tasks[name]; !ok {
+		if name == "" {
+			add(at, "missing: name the task preset (from tasks) these calls run under")
+		} else if _, ok := p.Tasks[name]; !ok {
 			add(at, "task %q is not defined in tasks", name)
 		}
 	}

@@ -18,3 +18,24 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("Warnings = %q", w)
 	}
 }
+
+// A profile that leaves out the namespace or a task says what is missing,
+// not that "" is a bad value.
+func TestMissingMembers(t *testing.T) {
+	_, err := Parse([]byte(`{"mcp": {"expose": ["acme.deploy/status"]}}`))
+	if err == nil {
+		t.Fatal("a profile of only mcp.expose was accepted")
+	}
+	for _, want := range []string{
+		`/endpointNamespace: missing: every profile names its endpoint namespace`,
+		`/cli/task: missing: name the task preset`,
+		`/mcp/task: missing: name the task preset`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\nwant it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), `"" is not a namespace`) {
+		t.Errorf("still calls the missing namespace an invalid one: %v", err)
+	}
+}
