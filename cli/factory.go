@@ -78,7 +78,11 @@ func (f *Factory) Host() (client.Host, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &ExitError{Status: ExitTempFail, Err: err}
 	}
-	f.host = client.NewLocal(p.Data)
+	local := client.NewLocal(p.Data)
+	// A daemon started while this command line's call runs records its
+	// outcome at once (client.NewAuto).
+	local.FinishThrough(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()})
+	f.host = local
 	return f.host, nil
 }
 
@@ -112,10 +116,7 @@ func (f *Factory) ToolHost() (seam.ToolHost, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &ExitError{Status: ExitTempFail, Err: err}
 	}
-	return &client.Auto{
-		Dialer: thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()},
-		Local:  client.NewLocal(p.Data),
-	}, nil
+	return client.NewAuto(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, client.NewLocal(p.Data)), nil
 }
 
 // BuildVersion is the module version of this build, or "devel"; see

@@ -24,6 +24,52 @@ type Auto struct {
 
 var _ seam.ToolHost = (*Auto)(nil)
 
+// NewAuto returns the Auto of d and local. A call local runs that a
+// daemon's start outlives is recorded by that daemon at once
+// (invoke.Core.Elsewhere).
+func NewAuto(d thin.Dialer, local *Local) *Auto {
+	local.FinishThrough(d)
+	return &Auto{Dialer: d, Local: local}
+}
+
+// FinishThrough has a call this in-process host runs be recorded by the
+// daemon d reaches, when one started (and holds the store) while it ran.
+func (l *Local) FinishThrough(d thin.Dialer) { l.core.Elsewhere = daemonSettler{d} }
+
+// daemonSettler is invoke.Settler over the daemon's socket: a daemon of
+// this build answers, and commits the outcomes saved aside when asked.
+type daemonSettler struct{ d thin.Dialer }
+
+// settleWait bounds a Settle: one short transaction of the daemon's.
+const settleWait = 10 * time.Second
+
+func (s daemonSettler) Holds() bool {
+	sess, err := s.d.Dial(context.Background())
+	if err != nil {
+		return false
+	}
+	sess.Close()
+	return true
+}
+
+func (s daemonSettler) Settle() error {
+	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+	defer cancel()
+	sess, err := s.d.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	m, err := sess.Do(ctx, &wire.Msg{Settle: &wire.Settle{}}, nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	if m.Settled == nil {
+		return errors.New("the daemon answered settle with something else")
+	}
+	return nil
+}
+
 // lockedRetries bounds how often an operation goes back to the daemon
 // after finding the store locked.
 const lockedRetries = 3

@@ -103,6 +103,10 @@ func NewHeld(dataDir string, s *store.Store, uid int) *Local {
 	return l
 }
 
+// SettleNow commits the outcomes other hosts saved aside because this one
+// held the store (invoke.Core.SettleNow).
+func (l *Local) SettleNow() error { return l.core.SettleNow() }
+
 // ResolveLost finalizes the records of hosts that are gone (host_lost).
 func (l *Local) ResolveLost() ([]string, error) { return l.core.ResolveLost() }
 

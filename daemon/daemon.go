@@ -522,6 +522,12 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 			return
 		}
 		reply(&wire.Msg{WaitResult: res})
+	case req.Settle != nil:
+		if err := s.Host.SettleNow(); err != nil {
+			fail(err)
+			return
+		}
+		reply(&wire.Msg{Settled: &wire.Settled{}})
 	case req.Status != nil:
 		reply(&wire.Msg{Daemon: s.status()})
 	case req.Stop != nil:

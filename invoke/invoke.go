@@ -74,6 +74,20 @@ type Core struct {
 	// beside the executable, then on $PATH.
 	Sandbox string
 	Now     func() time.Time
+	// Elsewhere, when set, reaches a daemon that may hold the store while
+	// this in-process core runs a call (one that started before the
+	// daemon did): the call's outcome is then saved aside and committed
+	// by that daemon at once, instead of waiting for a lock it will never
+	// release.
+	Elsewhere Settler
+}
+
+// Settler is a daemon that holds the store: Holds reports whether one
+// answers now, and Settle has it commit the outcomes saved aside
+// (PendingDir) before it returns.
+type Settler interface {
+	Holds() bool
+	Settle() error
 }
 
 // New returns a Core for dataDir with default settings.

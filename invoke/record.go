@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,18 @@ func (c *Core) finish(id string, out *Outcome) error {
 			return err
 		})
 	}
+	// A daemon that started while this call ran holds the store for as
+	// long as it runs: save the outcome aside and have it commit it now.
+	if c.Elsewhere != nil && c.Elsewhere.Holds() {
+		if saved, err := c.savePending(p); err == nil {
+			if err := c.Elsewhere.Settle(); err == nil {
+				if _, err := os.Stat(saved); errors.Is(err, fs.ErrNotExist) {
+					return nil // committed, and its file removed, by the daemon
+				}
+			}
+			os.Remove(saved) // write below, or save it again
+		}
+	}
 	err := write()
 	if err == nil {
 		return nil
@@ -212,6 +225,13 @@ func (c *Core) settlePending(tx *store.Tx) []string {
 		done = append(done, filepath.Join(dir, name))
 	}
 	return done
+}
+
+// SettleNow commits every outcome saved aside (PendingDir) whose record is
+// still open: what a host that could not reach the store (rukhd held it)
+// left for the store's holder.
+func (c *Core) SettleNow() error {
+	return c.updateSettled(func(*store.Tx) error { return nil })
 }
 
 // updateSettled runs fn in one write transaction after committing the

@@ -43,7 +43,7 @@ func daemonHost(b *testing.B, dir string) seam.ToolHost {
 		<-done
 		srv.Close()
 	})
-	return &client.Auto{Dialer: thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, Local: client.NewLocal(p.Data)}
+	return client.NewAuto(thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, client.NewLocal(p.Data))
 }
 
 // benchHome installs n exposed, eligible commands (packages of 500) whose

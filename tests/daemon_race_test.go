@@ -336,3 +336,92 @@ func TestDaemonFrameBudget(t *testing.T) {
 		t.Errorf("200 connections sending 1 MiB each of a 4 MiB frame grew rukhd from %d to %d MiB resident", before>>20, after>>20)
 	}
 }
+
+// A call that runs in-process when rukhd starts finishes and is recorded
+// at once: the daemon holds the store from then on, so the call's host
+// saves its outcome aside and has the daemon commit it (wire settle).
+// Before, its host waited for a lock the daemon never releases (10 s),
+// retried (15 s more), and left its record open with a warning.
+func TestCallInFlightWhenDaemonStarts(t *testing.T) {
+	rukh, rukhd := hostBinaries(t)
+	dir := testhome.TempDir(t)
+	rel := filepath.Join(dir, "rel")
+	testhome.WriteFiles(t, rel, map[string]string{
+		"rukh-extension.json": `{"schema":"rukh.extension/2","package":"t.gate","version":"1.0.0","publisher":"t","commands":[
+		 {"id":"gate","path":["gate"],"summary":"Wait for a file","execute":{"mapping":"passthrough","program":"bin/gate"},"effects":{"class":"none"}}]}`,
+		"bin/gate": "#!/bin/sh\n: > \"$1.started\"\nwhile [ ! -e \"$1\" ]; do sleep 0.01; done\necho through\n",
+	})
+	home := filepath.Join(dir, "home")
+	testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
+	env := append(os.Environ(), "RUKH_HOME="+home)
+	gate := filepath.Join(dir, "gate")
+
+	client := exec.Command(rukh, "gate", gate)
+	client.Env = env
+	var stdout, stderr strings.Builder
+	client.Stdout, client.Stderr = &stdout, &stderr
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { client.Wait(); close(exited) }()
+	t.Cleanup(func() { client.Process.Kill(); <-exited })
+	for i := 0; ; i++ {
+		if _, err := os.Stat(gate + ".started"); err == nil {
+			break
+		}
+		if i == 3000 {
+			t.Fatal("the in-process call did not start within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	d := exec.Command(rukhd)
+	d.Env = env
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dExited := make(chan struct{})
+	go func() { d.Wait(); close(dExited) }()
+	t.Cleanup(func() { d.Process.Kill(); <-dExited })
+	for i := 0; ; i++ {
+		st := exec.Command(rukh, "daemon", "status")
+		st.Env = env
+		if st.Run() == nil {
+			break
+		}
+		if i == 3000 {
+			t.Fatal("rukhd did not answer within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the in-process call did not end within 60 s of its gate opening")
+	}
+	if code := client.ProcessState.ExitCode(); code != 0 || stdout.String() != "through\n" || stderr.String() != "" {
+		t.Errorf("the in-process call: exit %d, stdout %q, stderr %q; want 0, its output and no warning", code, stdout.String(), stderr.String())
+	}
+	list := exec.Command(rukh, "invocations", "list", "--json", "-n", "1")
+	list.Env = env
+	out, err := list.Output()
+	var recs []struct {
+		Command, Outcome string
+	}
+	if err != nil || json.Unmarshal(out, &recs) != nil || len(recs) != 1 || recs[0].Command != "t.gate/gate" || recs[0].Outcome != "succeeded" {
+		t.Errorf("the record of the call, through the daemon: %s (%v); want succeeded, recorded before the client exited", out, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(home, "data", "pending-outcomes")); len(ents) != 0 {
+		t.Errorf("%d outcomes left saved aside", len(ents))
+	}
+	stop := exec.Command(rukh, "daemon", "stop")
+	stop.Env = env
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Errorf("daemon stop: %v: %s", err, out)
+	}
+}

@@ -88,7 +88,7 @@ func autoHost(p paths.Paths) *client.Auto {
 
 // autoHostOf is autoHost for a daemon of the given build.
 func autoHostOf(p paths.Paths, build string) *client.Auto {
-	return &client.Auto{Dialer: thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: build}, Local: client.NewLocal(p.Data)}
+	return client.NewAuto(thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: build}, client.NewLocal(p.Data))
 }
 
 func (w *waitEnv) listTools() {

@@ -63,6 +63,9 @@ type Msg struct {
 	Cancel    *Cancel    `cbor:"cancel,omitempty"`
 
 	WaitInvocations *WaitInvocations `cbor:"waitInvocations,omitempty"`
+	// Settle asks the daemon to commit the outcomes other hosts saved
+	// aside while it held the store; it answers Settled.
+	Settle *Settle `cbor:"settle,omitempty"`
 
 	// Events.
 	Started  *Started  `cbor:"started,omitempty"`
@@ -84,7 +87,14 @@ type Msg struct {
 	Stopping   *Stopping     `cbor:"stopping,omitempty"`
 
 	WaitResult *WaitResult `cbor:"waitResult,omitempty"`
+	Settled    *Settled    `cbor:"settled,omitempty"`
 }
+
+// Settle is a request to commit the saved-aside outcomes now.
+type Settle struct{}
+
+// Settled answers Settle: they are committed.
+type Settled struct{}
 
 // Hello opens a connection, both ways. Build identifies the binary's
 // build (see docs/adr/0003-daemon.md): a daemon refuses a client of
