@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/thin"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,7 +28,8 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	if err == nil {
 		return ExitOK
 	}
-	if errors.Is(err, syscall.EPIPE) {
+	var te *thin.Error
+	if errors.Is(err, syscall.EPIPE) && !errors.As(err, &te) { // not the daemon's connection
 		// The reader went away (`rukh … | head`): end quietly, as a
 		// process killed by SIGPIPE would.
 		return ExitBrokenPipe

@@ -129,6 +129,10 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 	var m *wire.Msg
 	if err == nil {
 		m, _, err = s.c.Receive()
+	} else if rm, _, rerr := s.c.Receive(); rerr == nil && rm.Error != nil {
+		// The daemon refused before it read the hello (it is busy): its
+		// answer is what to report, not the broken pipe.
+		m, err = rm, nil
 	}
 	uc.SetDeadline(time.Time{})
 	switch {
