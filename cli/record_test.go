@@ -171,7 +171,7 @@ func TestUnrecordedOutcome(t *testing.T) {
 			if invs[0].Outcome != invoke.Succeeded {
 				t.Errorf("the next call's record: %+v", invs[0])
 			}
-			if left, _ := filepath.Glob(filepath.Join(data, invoke.PendingDir, "*")); len(left) != 0 {
+			if left, _ := filepath.Glob(filepath.Join(data, invoke.PendingDir, "*.json")); len(left) != 0 {
 				t.Errorf("left aside: %v", left)
 			}
 		})

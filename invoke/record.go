@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rukh-cli/rukh/extproto"
@@ -129,6 +131,7 @@ func (c *Core) finish(id string, out *Outcome) error {
 	}
 	err := write()
 	if err == nil {
+		c.keepReserve()
 		return nil
 	}
 	saved, saveErr := c.savePending(p)
@@ -157,9 +160,59 @@ func retryable(err error) bool {
 	return !errors.As(err, &corrupt) && !errors.As(err, &future)
 }
 
-// savePending writes p durably to PendingDir (a new file, renamed into
-// place, then the directory synced) and returns its path.
+// reserveName is a file in PendingDir that holds disk space for outcomes
+// to be saved aside when the disk is full: the store's write failed for
+// want of space, and the outcome must not be lost with it. A save that
+// finds no space frees the reserve and tries again; the reserve is made
+// again once there is room.
+const (
+	reserveName = ".reserve"
+	reserveSize = 1 << 20
+)
+
+// keepReserve makes sure PendingDir holds its reserve of disk space,
+// allocated (not a sparse file), and ignores a failure: without room
+// there is nothing to reserve.
+func (c *Core) keepReserve() {
+	dir := filepath.Join(c.DataDir, PendingDir)
+	name := filepath.Join(dir, reserveName)
+	if fi, err := os.Stat(name); err == nil && fi.Size() >= reserveSize {
+		return
+	}
+	if os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if unix.Fallocate(int(f.Fd()), 0, 0, reserveSize) != nil {
+		os.Remove(name) // a partial reserve holds nothing anyone counts on
+	}
+}
+
+// testHookSave lets tests fail a save as a full disk would.
+var testHookSave = func() error { return nil }
+
+// savePending writes p durably to PendingDir (savePendingOnce); when the
+// disk is full it frees the reserve (keepReserve) and tries once more.
 func (c *Core) savePending(p *pendingOutcome) (string, error) {
+	name, err := c.savePendingOnce(p)
+	if err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+		if os.Remove(filepath.Join(c.DataDir, PendingDir, reserveName)) == nil {
+			name, err = c.savePendingOnce(p)
+		}
+	}
+	return name, err
+}
+
+// savePendingOnce writes p durably to PendingDir (a new file, renamed into
+// place, then the directory synced) and returns its path.
+func (c *Core) savePendingOnce(p *pendingOutcome) (string, error) {
+	if err := testHookSave(); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(c.DataDir, PendingDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err

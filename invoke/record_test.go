@@ -27,7 +27,7 @@ func records(t *testing.T, core *invoke.Core) []*store.Invocation {
 
 func pendingFiles(t *testing.T, core *invoke.Core) []string {
 	t.Helper()
-	names, err := filepath.Glob(filepath.Join(core.DataDir, invoke.PendingDir, "*"))
+	names, err := filepath.Glob(filepath.Join(core.DataDir, invoke.PendingDir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
