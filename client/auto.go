@@ -74,22 +74,10 @@ func (s daemonSettler) Settle() error {
 // after finding the store locked.
 const lockedRetries = 3
 
-// session dials the daemon; (nil, nil) means none answers, so run
-// in-process. A draining daemon (stale, stopping) counts as none: the
-// in-process host then waits for its lock like any other contender.
+// session is thin.Dialer.Connect, the policy the CLI follows too: (nil,
+// nil) means run in-process.
 func (a *Auto) session(ctx context.Context) (*thin.Session, error) {
-	s, err := a.Dialer.Dial(ctx)
-	var we *wire.Error
-	switch {
-	case err == nil:
-		return s, nil
-	case errors.Is(err, thin.ErrNoDaemon):
-		return nil, nil
-	case errors.As(err, &we) && (we.Code == wire.CodeDaemonStale || we.Code == wire.CodeShuttingDown):
-		time.Sleep(50 * time.Millisecond) // let it close its socket
-		return nil, nil
-	}
-	return nil, err
+	return a.Dialer.Connect(ctx)
 }
 
 // do runs one operation on the daemon or, when none answers, on local.

@@ -67,13 +67,11 @@ func Forward(name string, args []string) (status int, ok bool) {
 	d := Dialer{Socket: p.Socket(name), Name: name, Build: buildid.ID()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := d.Dial(ctx)
+	s, err := d.Connect(ctx)
 	var we *wire.Error
 	switch {
-	case errors.Is(err, ErrNoDaemon):
+	case err == nil && s == nil:
 		return 0, false
-	case errors.As(err, &we) && (we.Code == wire.CodeDaemonStale || we.Code == wire.CodeShuttingDown):
-		return 0, false // it is draining; the in-process CLI waits for its lock
 	case errors.As(err, &we) && we.Code == wire.CodeBuildMismatch && acrossBuilds[args[0]]:
 		return 0, false
 	case err != nil: // another build's daemon says how to restart it

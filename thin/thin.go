@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -69,6 +70,29 @@ type Session struct {
 	// refused is a daemon's build_mismatch, for a session that may still
 	// send Status or Stop (Manage).
 	refused *wire.Error
+}
+
+// Connect is the one daemon-or-local policy of every client — the CLI's
+// Forward and `rukh mcp`'s choice per operation (client.Auto): it dials
+// the daemon, and a nil Session with a nil error means "run in-process":
+// no daemon answers, or the one that does is draining (its executable
+// was upgraded, or it is stopping) and leaves the work to the in-process
+// core, which waits for the store's lock like any other contender. A
+// daemon that refuses this client otherwise (another build, busy) is the
+// error: never a silent fallback that would wait for a lock that daemon
+// holds.
+func (d *Dialer) Connect(ctx context.Context) (*Session, error) {
+	s, err := d.Dial(ctx)
+	var we *wire.Error
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, ErrNoDaemon):
+		return nil, nil
+	case errors.As(err, &we) && (we.Code == wire.CodeDaemonStale || we.Code == wire.CodeShuttingDown):
+		return nil, nil
+	}
+	return nil, err
 }
 
 // Dial connects and exchanges hellos. It returns ErrNoDaemon when no
@@ -136,6 +160,11 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 	}
 	uc.SetDeadline(time.Time{})
 	switch {
+	case err != nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)):
+		// The daemon went away as it accepted (killed, or exiting): none
+		// answers, and the store's lock is free, or soon will be.
+		s.c.Close()
+		return nil, ErrNoDaemon
 	case err != nil:
 		s.c.Close()
 		var ne net.Error
