@@ -49,7 +49,18 @@ func TestContention(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 100 processes")
 	}
-	contention(t, 100, 10)
+	contention(t, 100, 10, false)
+}
+
+// TestContentionDaemon is TestContention through a real rukhd: the same
+// calls and owner loops, every one recorded exactly once, none refused;
+// the calls through it must not wait for one another (issue 15's
+// throughput item: compare the logged rates of the two).
+func TestContentionDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 100 processes")
+	}
+	contention(t, 100, 10, true)
 }
 
 // TestContentionSoak is TestContention at the size of the reliability
@@ -60,7 +71,8 @@ func TestContentionSoak(t *testing.T) {
 	if os.Getenv("RUKH_SOAK") == "" {
 		t.Skip("set RUKH_SOAK=1 (make soak runs it) for 200 calls against 20 owner loops")
 	}
-	contention(t, 200, 20)
+	contention(t, 200, 20, false)
+	contention(t, 200, 20, true)
 }
 
 type callRun struct {
@@ -70,7 +82,7 @@ type callRun struct {
 	stderr     string
 }
 
-func contention(t *testing.T, calls, owners int) {
+func contention(t *testing.T, calls, owners int, daemon bool) {
 	dir := testhome.TempDir(t)
 	rukh := cliInto(t, filepath.Join(dir, "bin"))
 	home := filepath.Join(dir, "home")
@@ -83,6 +95,18 @@ func contention(t *testing.T, calls, owners int) {
 		}
 	}
 	env := append(os.Environ(), "RUKH_HOME="+home)
+	if daemon {
+		start := exec.Command(rukh, "daemon", "start")
+		start.Env = env
+		if out, err := start.CombinedOutput(); err != nil {
+			t.Fatalf("daemon start: %v: %s", err, out)
+		}
+		t.Cleanup(func() {
+			stop := exec.Command(rukh, "daemon", "stop")
+			stop.Env = env
+			stop.Run()
+		})
+	}
 	run := func(args ...string) callRun {
 		cmd := exec.Command(rukh, args...)
 		cmd.Env = env
@@ -164,6 +188,13 @@ func contention(t *testing.T, calls, owners int) {
 		t.Errorf("%d of %d owner operations: %s", n, ownerOps, what)
 	}
 
+	if daemon {
+		stop := exec.Command(rukh, "daemon", "stop")
+		stop.Env = env
+		if out, err := stop.CombinedOutput(); err != nil {
+			t.Fatalf("daemon stop: %v: %s", err, out)
+		}
+	}
 	// Exactly one finished record per call, and no other.
 	st, err := store.Open(filepath.Join(home, "data", "store.db"), store.Options{ReadOnly: true, Timeout: 10 * time.Second})
 	if err != nil {
@@ -192,7 +223,11 @@ func contention(t *testing.T, calls, owners int) {
 		}
 	}
 
-	t.Logf("%d calls + %d owner loops (%d owner operations) in %v", calls, owners, ownerOps, elapsed.Round(time.Millisecond))
+	host := "in-process"
+	if daemon {
+		host = "through rukhd"
+	}
+	t.Logf("%s: %d calls + %d owner loops (%d owner operations) in %v: %.1f calls/s", host, calls, owners, ownerOps, elapsed.Round(time.Millisecond), float64(calls)/elapsed.Seconds())
 	t.Logf("admission wait (launch to command start): p50 %v p99 %v max %v", percentile(waits, 50), percentile(waits, 99), percentile(waits, 100))
 	t.Logf("call wall time: p50 %v p99 %v max %v", percentile(walls, 50), percentile(walls, 99), percentile(walls, 100))
 	t.Logf("owner operation wall time: p50 %v p99 %v max %v", percentile(ownerWalls, 50), percentile(ownerWalls, 99), percentile(ownerWalls, 100))
