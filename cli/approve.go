@@ -44,7 +44,7 @@ terminal can give one.`,
 				return listApprovals(f, cmd, all, asJSON)
 			}
 			if len(args) != 1 {
-				return &UsageError{Err: errors.New("approve takes one approval id (`rukh approve --list` shows them)")}
+				return &UsageError{Err: fmt.Errorf("approve takes one approval id (`%s approve --list` shows them)", f.Name)}
 			}
 			if all || asJSON {
 				return &UsageError{Err: errors.New("--all and --json go with --list")}

@@ -20,6 +20,7 @@ func newExtCmd(f *Factory) *cobra.Command {
 	cmd.AddCommand(
 		newExtValidateCmd(f, nil),
 		newExtPackCmd(f),
+		newExtNewCmd(f),
 		newExtInstallCmd(f),
 		newExtListCmd(f),
 		newExtShowCmd(f),
