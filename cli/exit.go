@@ -26,7 +26,7 @@ const (
 )
 
 // OutcomeStatus maps an invocation's outcome to the exit status
-// (docs/architecture.md §5): the one place the CLI decides it.
+// (docs/reference.md §1): the one place the CLI decides it.
 func OutcomeStatus(o *invoke.Outcome) int {
 	switch o.Outcome {
 	case invoke.Succeeded:

@@ -8,7 +8,7 @@ import (
 )
 
 // TestAdministrativeFence keeps the fence an allowlist (invariant I5,
-// docs/architecture.md, as docs/adr/0004-containment.md builds it): MCP
+// docs/invariants.md, as docs/adr/0004-containment.md builds it): MCP
 // tools come only from
 // installed extension commands, and no extension may take a built-in's
 // route, so no built-in — trust, ext install, profile apply, daemon … —

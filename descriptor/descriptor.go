@@ -72,7 +72,7 @@ type Command struct {
 	Access      []Access
 	Effects     Effects
 	// Eligibility is computed by Decode from the rules of invariant I2
-	// (docs/architecture.md).
+	// (docs/invariants.md).
 	Eligibility Eligibility
 }
 
@@ -170,7 +170,7 @@ type Effects struct {
 }
 
 // Eligibility is whether a command can become an MCP tool (invariant I2,
-// docs/architecture.md), and if not, every reason why.
+// docs/invariants.md), and if not, every reason why.
 type Eligibility struct {
 	Eligible bool
 	Reasons  []Reason

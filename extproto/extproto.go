@@ -1,7 +1,7 @@
 // Package extproto is the rukh.ipc/1 channel between the host and an
 // extension process: strict, bounded, newline-delimited JSON frames.
 //
-// The format is pinned by docs/architecture.md §6 and explained for
+// The format is pinned by docs/reference.md §2 and explained for
 // extension authors in docs/extensions.md. The host starts the child with
 // one end of a socketpair as descriptor FD and the environment variables
 // EnvFD, EnvToken, EnvInvocationID and EnvCommand. It writes one invoke

@@ -18,7 +18,7 @@ import (
 	"github.com/rukh-cli/rukh/store"
 )
 
-// The outcomes of an invocation (invariant I10, docs/architecture.md).
+// The outcomes of an invocation (invariant I10, docs/invariants.md).
 const (
 	Succeeded       = "succeeded"
 	CommandFailed   = "command_failed"
@@ -27,7 +27,7 @@ const (
 	Cancelled       = "cancelled"
 )
 
-// The closed vocabulary of reasons (docs/architecture.md §5).
+// The closed vocabulary of reasons (docs/reference.md §1).
 const (
 	ReasonInvalidInput        = "invalid_input"
 	ReasonDenied              = "denied"

@@ -538,7 +538,7 @@ func (q *logQueue) close(wait time.Duration) {
 }
 
 // envelope is the closed core-owned result of a call
-// (docs/architecture.md §7).
+// (docs/reference.md §3).
 type envelope struct {
 	InvocationID  string         `json:"invocationId"`
 	Outcome       string         `json:"outcome"`

@@ -24,7 +24,7 @@ import (
 )
 
 // Profile is one owner configuration. The JSON names are pinned by
-// docs/architecture.md §7.
+// docs/reference.md §3.
 type Profile struct {
 	EndpointNamespace string          `json:"endpointNamespace"`
 	CLI               CLI             `json:"cli"`

@@ -310,7 +310,7 @@ func TestDeterminism(t *testing.T) {
 
 // TestStaleNamesNeverMatch: a name listed in one revision is unknown in
 // the next, even when nothing but the revision changed (invariant I7,
-// docs/architecture.md).
+// docs/invariants.md).
 func TestStaleNamesNeverMatch(t *testing.T) {
 	for _, naming := range []Naming{Full, Compact} {
 		in := Input{Namespace: "team", Revision: 7, Naming: naming, Expose: []string{"acme.deploy/status", "acme.greet/*"}, Packages: examples(t)}

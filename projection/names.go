@@ -19,7 +19,7 @@ const MaxRevision = 1<<53 - 1
 
 // Slug lengths and fingerprint lengths of the two namings.
 const (
-	FullSlug           = 48 // docs/architecture.md §9
+	FullSlug           = 48 // docs/limits.md
 	CompactSlug        = 18
 	CompactFingerprint = 32 // hex characters: the first 128 bits
 )
@@ -29,7 +29,7 @@ const (
 //
 //	["rukh.mcp-tool/1", namespace, revision, identity]
 //
-// (invariant I7, docs/architecture.md). The revision is a JSON number,
+// (invariant I7, docs/invariants.md). The revision is a JSON number,
 // written as its decimal digits: for revisions up to MaxRevision that is
 // exactly its RFC 8785 form. Strings are written as RFC 8785 requires:
 // only '"', '\\' and control characters below U+0020 are escaped (\b \t

@@ -166,7 +166,7 @@ func TestToolNameLengths(t *testing.T) {
 
 // TestNamesChangeWithRevision: the revision is in the fingerprint, so no
 // name of one revision is a name of another (invariant I7,
-// docs/architecture.md).
+// docs/invariants.md).
 func TestNamesChangeWithRevision(t *testing.T) {
 	for _, naming := range []Naming{Full, Compact} {
 		seen := make(map[string]uint64)

@@ -5,7 +5,7 @@
 // Build is pure: it reads the descriptors it is given, runs no extension
 // code and touches no disk, so the same Input always gives the same
 // Projection. It checks what a revision must satisfy before it is
-// published (invariant I6, docs/architecture.md) and reports every
+// published (invariant I6, docs/invariants.md) and reports every
 // problem at once. A Projection
 // is immutable once built; callers share it and must not modify it.
 // docs/projection.md describes naming, exposure, the output envelope and

@@ -8,7 +8,7 @@ import (
 )
 
 // Outcomes are the committed outcomes of an invocation (invariant I10,
-// docs/architecture.md), in the order the output schema lists them.
+// docs/invariants.md), in the order the output schema lists them.
 var Outcomes = []string{"succeeded", "command_failed", "execution_failed", "rejected", "cancelled"}
 
 const (
@@ -30,7 +30,7 @@ const (
 )
 
 // OutputSchema returns the MCP outputSchema of a command with the declared
-// result r: the closed core envelope of docs/architecture.md §7, as
+// result r: the closed core envelope of docs/reference.md §3, as
 // compact JSON Schema 2020-12 (keys in the order shown):
 //
 //	{"type":"object","properties":{

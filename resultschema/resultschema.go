@@ -172,7 +172,7 @@ const MaxValueSteps = 4
 // included) at MaxValueSteps.
 func StepBudget(members int) int { return (members + 1) * MaxValueSteps }
 
-// DefaultLimits returns the limits of docs/architecture.md §9: 64 KiB
+// DefaultLimits returns the limits of docs/limits.md: 64 KiB
 // per schema, 128 KiB per result, depth 16, 2,048 members, and the step
 // budget of 2,048 members (8,196 steps), so that no result within the
 // other limits is refused for the work it needs.

@@ -3,6 +3,7 @@ package tests
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,7 +14,7 @@ import (
 
 // The repository stands alone: its code and documents point only into
 // themselves. docs/architecture.md is the reference that comments and
-// documents cite ("docs/architecture.md §7", "invariant I10").
+// documents cite ("docs/reference.md §3", "invariant I10").
 
 // outsideDocs are names of documents that are not in this repository and
 // must not be cited. They are spelled in pieces so that this file does not
@@ -138,29 +139,42 @@ func TestDocsStandAlone(t *testing.T) {
 var (
 	sectionHeading   = regexp.MustCompile(`(?m)^#{2,3} (\d+(?:\.\d+)?)\.? `)
 	invariantHeading = regexp.MustCompile(`(?m)^### (I\d+)\. `)
-	// "docs/architecture.md §7", "[`architecture.md`](architecture.md) §2".
-	sectionRef = regexp.MustCompile(`architecture\.md\)? §(\d+(?:\.\d+)?)`)
+	// "docs/reference.md §3", "[`architecture.md`](architecture.md) §2".
+	sectionRef = regexp.MustCompile(`(architecture|reference)\.md\)? §(\d+(?:\.\d+)?)`)
 	// "invariant I10", "invariants I2 and I5", "(I8)".
 	invariantRef = regexp.MustCompile(`\bI(\d+)\b`)
-	localRef     = regexp.MustCompile(`§(\d+(?:\.\d+)?)`)
+	localRef     = regexp.MustCompile(`(^|[^)]) §(\d+(?:\.\d+)?)`)
 )
 
-// TestDocsArchitectureReferences keeps the references into
-// docs/architecture.md pointing at something: every "architecture.md §n"
-// names a numbered section, every section reference inside it names one of
-// its own, and it defines exactly the invariants I1 … I12.
-func TestDocsArchitectureReferences(t *testing.T) {
+// TestDocsReferences keeps the references into the numbered documents
+// pointing at something: every "architecture.md §n" and "reference.md §n"
+// names a numbered section of that document, every bare "§n" inside one
+// names one of its own, and docs/invariants.md defines exactly the
+// invariants I1 … I12 that "invariant In" may name.
+func TestDocsReferences(t *testing.T) {
 	root := repoRoot(t)
-	arch, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	sections := map[string]map[string]bool{}
+	for _, name := range []string{"architecture", "reference"} {
+		doc, err := os.ReadFile(filepath.Join(root, "docs", name+".md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sections[name] = map[string]bool{}
+		for _, m := range sectionHeading.FindAllStringSubmatch(string(doc), -1) {
+			sections[name][m[1]] = true
+		}
+		for _, m := range localRef.FindAllStringSubmatch(string(doc), -1) {
+			if !sections[name][m[2]] {
+				t.Errorf("docs/%s.md refers to §%s, which it does not have", name, m[2])
+			}
+		}
+	}
+	inv, err := os.ReadFile(filepath.Join(root, "docs", "invariants.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sections := map[string]bool{}
-	for _, m := range sectionHeading.FindAllStringSubmatch(string(arch), -1) {
-		sections[m[1]] = true
-	}
 	var invariants []string
-	for _, m := range invariantHeading.FindAllStringSubmatch(string(arch), -1) {
+	for _, m := range invariantHeading.FindAllStringSubmatch(string(inv), -1) {
 		invariants = append(invariants, m[1])
 	}
 	var want []string
@@ -168,12 +182,7 @@ func TestDocsArchitectureReferences(t *testing.T) {
 		want = append(want, "I"+strconv.Itoa(i))
 	}
 	if !slices.Equal(invariants, want) {
-		t.Errorf("docs/architecture.md defines invariants %v; want %v, in order", invariants, want)
-	}
-	for _, m := range localRef.FindAllStringSubmatch(string(arch), -1) {
-		if !sections[m[1]] {
-			t.Errorf("docs/architecture.md refers to §%s, which it does not have", m[1])
-		}
+		t.Errorf("docs/invariants.md defines invariants %v; want %v, in order", invariants, want)
 	}
 	for _, rel := range sourceFiles(t, root) {
 		data, err := os.ReadFile(filepath.Join(root, rel))
@@ -181,8 +190,8 @@ func TestDocsArchitectureReferences(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range sectionRef.FindAllStringSubmatch(string(data), -1) {
-			if !sections[m[1]] {
-				t.Errorf("%s refers to docs/architecture.md §%s, which does not exist", rel, m[1])
+			if !sections[m[1]][m[2]] {
+				t.Errorf("%s refers to docs/%s.md §%s, which does not exist", rel, m[1], m[2])
 			}
 		}
 		for _, line := range strings.Split(string(data), "\n") {
@@ -191,9 +200,60 @@ func TestDocsArchitectureReferences(t *testing.T) {
 			}
 			for _, m := range invariantRef.FindAllStringSubmatch(line, -1) {
 				if !slices.Contains(invariants, "I"+m[1]) {
-					t.Errorf("%s names invariant I%s, which docs/architecture.md does not define", rel, m[1])
+					t.Errorf("%s names invariant I%s, which docs/invariants.md does not define", rel, m[1])
 				}
 			}
+		}
+	}
+}
+
+// TestArchitecturePackages keeps the package table of docs/architecture.md
+// true: exactly the packages of this module, each with the packages of
+// this module it imports; and the map itself short.
+func TestArchitecturePackages(t *testing.T) {
+	root := repoRoot(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(doc), "\n"); n > 300 {
+		t.Errorf("docs/architecture.md has %d lines; it is a map (at most about 300): move detail to reference.md, invariants.md or limits.md", n)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9/-]+)` \\| .* \\| ([a-z0-9/, -]*) \\|$")
+	table := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		table[m[1]] = strings.TrimSpace(m[2])
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/rukh-cli/rukh/"
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], mod)
+		seen[pkg] = true
+		var imports []string
+		for _, imp := range fields[1:] {
+			if rest, ok := strings.CutPrefix(imp, mod); ok {
+				imports = append(imports, rest)
+			}
+		}
+		slices.Sort(imports)
+		got, ok := table[pkg]
+		switch {
+		case !ok:
+			t.Errorf("package %s is not in the table of docs/architecture.md", pkg)
+		case got != strings.Join(imports, ", "):
+			t.Errorf("docs/architecture.md says %s imports %q; it imports %q", pkg, got, strings.Join(imports, ", "))
+		}
+	}
+	for pkg := range table {
+		if !seen[pkg] {
+			t.Errorf("docs/architecture.md lists %s, which is not a package of this module", pkg)
 		}
 	}
 }

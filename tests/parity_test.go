@@ -60,7 +60,7 @@ var echoDescriptor = `{"schema":"rukh.extension/2","package":"test.echo","versio
 // TestParity runs one table of intents through the CLI, through MCP tools
 // and through the dispatch projection's op (the op's envelope must be the
 // tool call's, member for member), and requires the same outcome and, on success, the same typed inputs as
-// the command received them (invariant I3, docs/architecture.md). Both
+// the command received them (invariant I3, docs/invariants.md). Both
 // doors are what a person and an agent run — the rukh binary and a
 // `rukh mcp` process driven by the go-sdk client — in process and through
 // rukhd (forEachHost); both hosts must give each case the same result,

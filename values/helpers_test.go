@@ -36,7 +36,7 @@ func svs(ss ...string) []Value {
 func list(item Type, vs ...Value) Value { return ListValue(item, vs) }
 
 // exampleSpecs are the inputs of the descriptor example in
-// docs/architecture.md §5.
+// docs/reference.md §1.
 var exampleSpecs = []Spec{
 	{ID: "env", Type: String, Enum: svs("prod", "stage"), Required: true, Description: "Target environment"},
 	{ID: "limit", Type: Integer, Minimum: vp(iv(1)), Maximum: vp(iv(100)), Default: vp(iv(10))},

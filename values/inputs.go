@@ -36,7 +36,7 @@ func (m Map) Equal(o Map) bool {
 }
 
 // AppendJSON appends m as the inputs member of the invoke frame
-// (docs/architecture.md §6): {"<id>":{"value":…,"explicit":true|false},…}
+// (docs/reference.md §2): {"<id>":{"value":…,"explicit":true|false},…}
 // with IDs in byte order.
 func (m Map) AppendJSON(buf []byte) []byte {
 	ids := make([]string, 0, len(m))

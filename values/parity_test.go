@@ -46,7 +46,7 @@ func ints(n int, v int64) []Value {
 }
 
 var parityCases = []parityCase{
-	// The example of docs/architecture.md §5.
+	// The example of docs/reference.md §1.
 	{name: "example default applied", specs: exampleSpecs,
 		cli:  map[string][]string{"env": cli("stage")},
 		mcp:  `{"env":"stage"}`,

@@ -102,7 +102,7 @@ type Limits struct {
 	Stall         time.Duration // a partial line or a blocked write, from its first byte
 }
 
-// DefaultLimits returns the limits of docs/architecture.md §9: 1 MiB in,
+// DefaultLimits returns the limits of docs/limits.md: 1 MiB in,
 // 2 MiB out, depth 32, 4,096 members, 32 messages or 4 MiB queued, 2 s
 // stall.
 func DefaultLimits() Limits {
