@@ -185,7 +185,7 @@ func build(o options) (string, error) {
 	}
 
 	man := filepath.Join(work, "man")
-	pages, err := manPages(man, o.Version, o.MTime)
+	pages, err := manPages(man, filepath.Join(root, "packaging", "man"), o.Version, o.MTime)
 	if err != nil {
 		return "", err
 	}
@@ -204,7 +204,9 @@ func build(o options) (string, error) {
 		Maintainer:    o.Maintainer,
 		Description:   summary + "\n" + long,
 		MTime:         o.MTime,
-		Overridables:  nfpm.Overridables{Contents: contents},
+		// The bash completion is loaded by bash-completion; the other
+		// shells need nothing.
+		Overridables: nfpm.Overridables{Contents: contents, Recommends: []string{"bash-completion"}},
 	})
 	if err := nfpm.PrepareForPackager(info, "deb"); err != nil {
 		return "", err
@@ -246,7 +248,11 @@ func completion(rukh, shell, home, dst string) error {
 // commands (rukh.1.gz, rukh-ext-install.1.gz, …) into dir and returns their
 // names. The tree is the CLI's own (cli.NewRoot) plus cobra's completion
 // command; extension commands are installed per user and are not in it.
-func manPages(dir, version string, date time.Time) ([]string, error) {
+//
+// The pages in handwritten (rukh.1 with FILES, ENVIRONMENT and EXIT
+// STATUS; rukhd.1, which the units name) replace or join the generated
+// ones, with the version and date filled into their .TH line.
+func manPages(dir, handwritten, version string, date time.Time) ([]string, error) {
 	f := &cli.Factory{
 		Name:    name,
 		IO:      cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
@@ -271,6 +277,21 @@ func manPages(dir, version string, date time.Time) ([]string, error) {
 	header := &doc.GenManHeader{Section: "1", Date: &date, Source: name + " " + version, Manual: "Rukh Manual"}
 	if err := doc.GenManTree(root, header, raw); err != nil {
 		return nil, err
+	}
+	own, err := filepath.Glob(filepath.Join(handwritten, "*.1"))
+	if err != nil || len(own) == 0 {
+		return nil, fmt.Errorf("no hand-written man pages in %s (%v)", handwritten, err)
+	}
+	for _, src := range own {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, err
+		}
+		th := fmt.Sprintf(`"%s" "%s %s" "Rukh Manual"`, date.UTC().Format("Jan 2006"), name, version)
+		data = bytes.Replace(data, []byte(`"" "" "Rukh Manual"`), []byte(th), 1)
+		if err := os.WriteFile(filepath.Join(raw, filepath.Base(src)), data, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	entries, err := os.ReadDir(raw)
 	if err != nil {

@@ -120,6 +120,7 @@ func manPageNames(t *testing.T) []string {
 		}
 	}
 	walk(root)
+	names = append(names, "rukhd.1.gz") // hand-written (packaging/man), as rukh.1 is
 	slices.Sort(names)
 	return names
 }
@@ -173,6 +174,7 @@ func TestDeb(t *testing.T) {
 		for k, want := range map[string]string{
 			"Package": "rukh", "Version": version, "Architecture": debArch(),
 			"Section": "utils", "Priority": "optional", "Maintainer": defaultMaintainer,
+			"Recommends": "bash-completion", // the bash completion needs it
 		} {
 			if fields[k] != want {
 				t.Errorf("control %s: %q, want %q", k, fields[k], want)
@@ -348,6 +350,13 @@ func TestDeb(t *testing.T) {
 			}
 			if !bytes.Contains(page, []byte("rukh "+version)) {
 				t.Errorf("%s does not name rukh %s", p, version)
+			}
+			if p == "rukh.1.gz" || p == "rukhd.1.gz" {
+				for _, sect := range []string{".SH DESCRIPTION", ".SH EXIT STATUS", ".SH ENVIRONMENT", ".SH FILES", ".SH SEE ALSO"} {
+					if !bytes.Contains(page, []byte(sect)) {
+						t.Errorf("%s has no %s section", p, sect)
+					}
+				}
 			}
 		}
 	})
