@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -253,6 +254,28 @@ func newExtRefCmd(f *Factory, use, short string, run func(h client.Host, ctx con
 		Use:   use,
 		Short: short,
 		Args:  exactArgs(1, "ext "+verb+" takes one package"),
+		// Completion offers the installed packages, and for all but
+		// deactivate each release as PACKAGE@VERSION.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			st, err := state(cmd, f)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, r := range st.Releases {
+				if !slices.Contains(names, r.Package) {
+					names = append(names, r.Package)
+				}
+				if verb != "deactivate" {
+					names = append(names, r.Package+"@"+r.Version)
+				}
+			}
+			slices.Sort(names)
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, err := f.Host()
 			if err != nil {
