@@ -21,6 +21,7 @@ func newExtCmd(f *Factory) *cobra.Command {
 		newExtValidateCmd(f, nil),
 		newExtPackCmd(f),
 		newExtNewCmd(f),
+		newExtDevCmd(f),
 		newExtInstallCmd(f),
 		newExtListCmd(f),
 		newExtShowCmd(f),
