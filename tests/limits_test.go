@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +11,11 @@ import (
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/mcp/guard"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/projection"
+	"github.com/rukh-cli/rukh/resultschema"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/trust"
@@ -19,68 +23,124 @@ import (
 	"github.com/rukh-cli/rukh/wire"
 )
 
-// TestLimitsDocumented ties docs/limits.md to the constants it names: each
-// row below is a documented limit, the value the constant must have, and
-// the value as the document spells it in the row that names the constant
-// (in its section). Changing either without the other fails here.
+// TestLimitsDocumented ties docs/limits.md to the exported constants it
+// names: the document's value of each, as it spells it, is the value the
+// constant has. (The unexported ones are tied by their packages' own
+// tests: invoke/limits_test.go, daemon/limits_test.go.)
 func TestLimitsDocumented(t *testing.T) {
+	size := func(n int64) string {
+		switch {
+		case n >= 1<<20 && n%(1<<20) == 0:
+			return fmt.Sprintf("%d MiB", n>>20)
+		case n >= 1<<10 && n%(1<<10) == 0:
+			return fmt.Sprintf("%d KiB", n>>10)
+		}
+		return count(n)
+	}
+	dur := func(d time.Duration) string {
+		switch {
+		case d%time.Hour == 0:
+			return fmt.Sprintf("%d h", d/time.Hour)
+		case d%time.Second == 0:
+			return fmt.Sprintf("%d s", d/time.Second)
+		}
+		return fmt.Sprintf("%d ms", d/time.Millisecond)
+	}
+	rl := resultschema.DefaultLimits()
+	gl := guard.DefaultLimits()
+	for _, l := range []struct{ pkg, name, want string }{
+		{"descriptor", "MaxBytes", size(descriptor.MaxBytes)},
+		{"descriptor", "MaxDepth", count(descriptor.MaxDepth)},
+		{"descriptor", "MaxMembers", count(descriptor.MaxMembers)},
+		{"descriptor", "MaxCommands", count(descriptor.MaxCommands)},
+		{"descriptor", "MaxPathWords", count(descriptor.MaxPathWords)},
+		{"descriptor", "MaxAliases", count(descriptor.MaxAliases)},
+		{"descriptor", "MaxInputs", count(descriptor.MaxInputs)},
+		{"descriptor", "MaxArgs", count(descriptor.MaxArgs)},
+		{"descriptor", "MaxAccess", count(descriptor.MaxAccess)},
+		{"descriptor", "MaxNameLength", count(descriptor.MaxNameLength)},
+		{"descriptor", "MaxSummary", count(descriptor.MaxSummary)},
+		{"descriptor", "MaxDescription", count(descriptor.MaxDescription)},
+		{"descriptor", "MaxProgram", count(descriptor.MaxProgram)},
+		{"descriptor", "MaxArgLength", count(descriptor.MaxArgLength)},
+		{"descriptor", "MaxResource", count(descriptor.MaxResource)},
+		{"values", "MaxArgumentBytes", size(values.MaxArgumentBytes)},
+		{"values", "MaxArgumentDepth", count(values.MaxArgumentDepth)},
+		{"values", "MaxArgumentMembers", count(values.MaxArgumentMembers)},
+		{"values", "MaxStringLength", count(values.MaxStringLength)},
+		{"values", "MaxListItems", count(values.MaxListItems)},
+		{"values", "MaxDecimalDigits", count(values.MaxDecimalDigits)},
+		{"resultschema", "SchemaBytes", size(int64(rl.SchemaBytes))},
+		{"resultschema", "ResultBytes", size(int64(rl.ResultBytes))},
+		{"resultschema", "Depth", count(int64(rl.Depth))},
+		{"resultschema", "Members", count(int64(rl.Members))},
+		{"extproto", "MaxFrame", size(extproto.MaxFrame)},
+		{"extproto", "MaxDepth", count(extproto.MaxDepth)},
+		{"extproto", "MaxMembers", count(extproto.MaxMembers)},
+		{"extproto", "MaxMessage", count(extproto.MaxMessage)},
+		{"extproto", "MaxEffects", count(extproto.MaxEffects)},
+		{"extproto", "MaxEffectField", count(extproto.MaxEffectField)},
+		{"invoke", "profile.MaxDeadlineMs", dur(time.Duration(profile.MaxDeadlineMs) * time.Millisecond)},
+		{"invoke", "profile.MaxConcurrent", count(profile.MaxConcurrent)},
+		{"invoke", "store.MaxFinishedInvocations", count(store.MaxFinishedInvocations)},
+		{"profile", "MaxBytes", size(profile.MaxBytes)},
+		{"profile", "MaxTasks", count(profile.MaxTasks)},
+		{"profile", "MaxPatterns", count(profile.MaxPatterns)},
+		{"profile", "MaxNamespaceSize", count(profile.MaxNamespaceSize)},
+		{"mcp/guard", "MaxMessage", size(int64(gl.MaxMessage))},
+		{"mcp/guard", "MaxResponse", size(int64(gl.MaxResponse))},
+		{"mcp/guard", "MaxDepth", count(int64(gl.MaxDepth))},
+		{"mcp/guard", "MaxMembers", count(int64(gl.MaxMembers))},
+		{"mcp/guard", "QueueMessages", count(int64(gl.QueueMessages))},
+		{"mcp/guard", "QueueBytes", size(int64(gl.QueueBytes))},
+		{"mcp/guard", "Stall", dur(gl.Stall)},
+		{"mcp/guard", "client.PageTools", count(client.PageTools)},
+		{"mcp/guard", "client.PageBytes", size(client.PageBytes)},
+		{"mcp/guard", "client.ListDeadline", dur(client.ListDeadline)},
+		{"mcp/guard", "projection.FullSlug", count(projection.FullSlug)},
+		{"mcp/guard", "projection.CompactSlug", count(projection.CompactSlug)},
+		{"mcp/guard", "CompactFingerprint", count(projection.CompactFingerprint) + " hex"},
+		{"mcp/guard", "projection.DefaultCacheSize", count(projection.DefaultCacheSize)},
+		{"wire", "wire.MaxFrame", size(wire.MaxFrame)},
+		{"wire", "wire.MaxDepth", count(wire.MaxDepth)},
+		{"wire", "wire.MaxElements", count(wire.MaxElements)},
+		{"wire", "wire.ExecFiles", count(wire.ExecFiles)},
+		{"wire", "wire.MaxFiles", count(wire.MaxFiles)},
+		{"wire", "thin.HelloTimeout", dur(thin.HelloTimeout)},
+		{"wire", "store.DefaultTimeout", dur(store.DefaultTimeout)},
+		{"wire", "store.MaxRouteWords", count(store.MaxRouteWords)},
+		{"wire", "store.MaxRouteKey", count(store.MaxRouteKey) + " bytes"},
+		{"trust", "MaxFiles", count(trust.MaxFiles)},
+		{"trust", "MaxFileBytes", size(trust.MaxFileBytes)},
+		{"trust", "MaxTotalBytes", size(trust.MaxTotalBytes)},
+		{"trust", "MaxManifestBytes", size(trust.MaxManifestBytes)},
+		{"trust", "MaxSignatureBytes", size(trust.MaxSignatureBytes)},
+		{"trust", "MaxPathBytes", count(trust.MaxPathBytes)},
+		{"trust", "MaxKeyFileBytes", size(trust.MaxKeyFileBytes)},
+	} {
+		if got := testhome.Limit(t, l.pkg, l.name); got != l.want {
+			t.Errorf("docs/limits.md gives %s %s as %q; the code has %q", l.pkg, l.name, got, l.want)
+		}
+	}
+	// Steps is counted from the members bound, as its row says.
 	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "limits.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sections := map[string]string{}
-	for _, part := range strings.Split(string(doc), "\n**")[1:] {
-		head, body, _ := strings.Cut(part, "\n")
-		sections[head] = body
+	steps := fmt.Sprintf("| `Steps` | %s (`StepBudget(%d)`, `MaxValueSteps` = %d) |", count(int64(rl.Steps)), rl.Members, resultschema.MaxValueSteps)
+	if !strings.Contains(string(doc), steps) || rl.Steps != resultschema.StepBudget(rl.Members) {
+		t.Errorf("docs/limits.md does not give the result steps as %q", steps)
 	}
-	row := func(section, name string) string {
-		for head, body := range sections {
-			if !strings.Contains(head, "(`"+section) {
-				continue
-			}
-			for _, line := range strings.Split(body, "\n") {
-				if strings.HasPrefix(line, "| ") && strings.Contains(line, "`"+name+"`") {
-					return line
-				}
-			}
-		}
-		return ""
+	if testhome.Limit(t, "mcp/guard", "projection.MaxRevision") != "2⁵³−1" || projection.MaxRevision != 1<<53-1 {
+		t.Errorf("projection.MaxRevision is %d; docs/limits.md says 2⁵³−1", int64(projection.MaxRevision))
 	}
-	for _, l := range []struct {
-		section, name string
-		got, want     int64
-		doc           string
-	}{
-		{"descriptor", "MaxBytes", descriptor.MaxBytes, 1 << 20, "1 MiB"},
-		{"descriptor", "MaxCommands", descriptor.MaxCommands, 512, "512"},
-		{"descriptor", "MaxNameLength", descriptor.MaxNameLength, 64, "64"},
-		{"values", "MaxArgumentBytes", values.MaxArgumentBytes, 128 << 10, "128 KiB"},
-		{"values", "MaxStringLength", values.MaxStringLength, 16384, "16,384"},
-		{"values", "MaxListItems", values.MaxListItems, 1024, "1,024"},
-		{"extproto", "MaxFrame", extproto.MaxFrame, 256 << 10, "256 KiB"},
-		{"extproto", "MaxEffects", extproto.MaxEffects, 64, "64, 256"},
-		{"invoke", "profile.MaxConcurrent", profile.MaxConcurrent, 256, "256"},
-		{"invoke", "store.MaxFinishedInvocations", store.MaxFinishedInvocations, 1000, "1,000"},
-		{"profile", "MaxTasks", profile.MaxTasks, 64, "64, 256"},
-		{"profile", "MaxNamespaceSize", profile.MaxNamespaceSize, 32, "32"},
-		{"mcp/guard", "client.PageTools", client.PageTools, 32, "32, 1 MiB"},
-		{"mcp/guard", "projection.FullSlug", projection.FullSlug, 48, "48"},
-		{"mcp/guard", "projection.DefaultCacheSize", projection.DefaultCacheSize, 4, "4"},
-		{"wire", "wire.MaxFrame", wire.MaxFrame, 4 << 20, "4 MiB"},
-		{"wire", "wire.MaxElements", wire.MaxElements, 8192, "16, 8,192"},
-		{"wire", "wire.ExecFiles", wire.ExecFiles, 3, "3, 8"},
-		{"wire", "wire.MaxFiles", wire.MaxFiles, 8, "3, 8"},
-		{"wire", "thin.HelloTimeout", int64(thin.HelloTimeout), int64(3 * time.Second), "3 s"},
-		{"wire", "store.DefaultTimeout", int64(store.DefaultTimeout), int64(time.Second), "1 s"},
-		{"trust", "MaxFiles", trust.MaxFiles, 10000, "10,000"},
-		{"trust", "MaxFileBytes", trust.MaxFileBytes, 64 << 20, "64 MiB, 256 MiB"},
-	} {
-		if l.got != l.want {
-			t.Errorf("%s %s is %d in the code; docs/limits.md and this test say %d", l.section, l.name, l.got, l.want)
-		}
-		r := row(l.section, l.name)
-		if r == "" || !strings.Contains(r, "| "+l.doc+" |") {
-			t.Errorf("docs/limits.md, section (%s): the row of `%s` is %q; want it to give %q", l.section, l.name, r, l.doc)
-		}
+}
+
+// count spells n as docs/limits.md does: thousands separated by commas.
+func count(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
+	return s
 }

@@ -117,3 +117,51 @@ func MakeWritable(dir string) {
 		return nil
 	})
 }
+
+// Limit is what docs/limits.md gives as the value of the limit name in
+// the section whose heading names pkg ("(`descriptor`)"): the row that
+// names it lists its constants and, in the same order, their values.
+// A test compares it with the constant, so the document and the code
+// cannot drift apart.
+func Limit(t testing.TB, pkg, name string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+	doc, err := os.ReadFile(filepath.Join(dir, "docs", "limits.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range strings.Split(string(doc), "\n**")[1:] {
+		head, body, _ := strings.Cut(part, "\n")
+		if !strings.Contains(head, "`"+pkg) {
+			continue
+		}
+		for _, line := range strings.Split(body, "\n") {
+			cells := strings.Split(line, " | ")
+			if !strings.HasPrefix(line, "| ") || len(cells) < 3 {
+				continue
+			}
+			names := strings.Split(strings.TrimPrefix(cells[0], "| "), ", ")
+			vals := strings.Split(cells[1], ", ")
+			for i, n := range names {
+				if n == "`"+name+"`" && i < len(vals) && len(names) == len(vals) {
+					return vals[i]
+				}
+			}
+		}
+	}
+	t.Fatalf("docs/limits.md gives no value for `%s` in the section of %s", name, pkg)
+	return ""
+}
