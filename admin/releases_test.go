@@ -371,7 +371,7 @@ func TestSweepSparesNewStore(t *testing.T) {
 // package is refused, naming both and the flag, unless the owner names
 // the new publisher; nothing changes when it is refused.
 func TestPackageStaysWithItsPublisher(t *testing.T) {
-	a := admin.New(t.TempDir())
+	a := admin.New(testhome.TempDir(t))
 	greet := copyExample(t, "greet")
 	if _, err := a.Install(greet, pinOf(t, greet), admin.InstallOptions{}); err != nil {
 		t.Fatal(err)
@@ -409,7 +409,7 @@ func TestPackageStaysWithItsPublisher(t *testing.T) {
 // installed) is damage to the store — *store.CorruptError, exit 75 — not
 // a refused change of the owner's.
 func TestDamagedStoredDescriptor(t *testing.T) {
-	a := admin.New(t.TempDir())
+	a := admin.New(testhome.TempDir(t))
 	greet := copyExample(t, "greet")
 	res, err := a.Install(greet, pinOf(t, greet), admin.InstallOptions{})
 	if err != nil {
@@ -440,7 +440,7 @@ func TestDamagedStoredDescriptor(t *testing.T) {
 // files) is now trusted by its publisher's key: its record says who
 // signed it, and the install says so instead of "already installed".
 func TestPinnedThenSigned(t *testing.T) {
-	dir := t.TempDir()
+	dir := testhome.TempDir(t)
 	a := admin.New(filepath.Join(dir, "data"))
 	greet := copyExample(t, "greet")
 	if _, err := a.Install(greet, pinOf(t, greet), admin.InstallOptions{}); err != nil {
