@@ -183,9 +183,23 @@ func TestConfinement(t *testing.T) {
 	} else {
 		f.Close()
 	}
-	for _, enf := range []string{"host", "restricted", "strict"} {
-		t.Run(enf, func(t *testing.T) {
+	// Each profile on both hosts: through rukhd the client starts the
+	// command (the helper included) with the spawn the daemon sends.
+	for _, run := range []struct{ enf, mode string }{
+		{"host", "in-process"}, {"restricted", "in-process"}, {"strict", "in-process"},
+		{"host", "daemon"}, {"restricted", "daemon"}, {"strict", "daemon"},
+	} {
+		enf := run.enf
+		name := enf
+		if run.mode == "daemon" {
+			name += "/daemon"
+		}
+		t.Run(name, func(t *testing.T) {
 			c := newConfined(t, enf)
+			if run.mode == "daemon" {
+				h := &testHost{Mode: "daemon", Daemon: true, Rukh: c.rukh, Rukhd: filepath.Join(filepath.Dir(c.rukh), "rukhd")}
+				h.serve(t, c.home)
+			}
 			strict := enf == "strict"
 			outside := filepath.Join(c.dir, "outside.txt")
 			for _, tc := range []struct {
