@@ -425,3 +425,34 @@ func TestCallInFlightWhenDaemonStarts(t *testing.T) {
 		t.Errorf("daemon stop: %v: %s", err, out)
 	}
 }
+
+// With RUKH_DAEMON=auto (the owner's opt-in), the first command line
+// starts rukhd and runs through it; without it, none is ever started.
+func TestDaemonStartedOnFirstUse(t *testing.T) {
+	rukh, _ := hostBinaries(t)
+	home := filepath.Join(t.TempDir(), "home")
+	env := append(os.Environ(), "RUKH_HOME="+home)
+	run := func(extra string, args ...string) (string, int) {
+		c := exec.Command(rukh, args...)
+		c.Env = env
+		if extra != "" {
+			c.Env = append(c.Env, extra)
+		}
+		out, _ := c.CombinedOutput()
+		return string(out), c.ProcessState.ExitCode()
+	}
+	if out, code := run("", "ext", "list"); code != 0 {
+		t.Fatalf("ext list: %d %s", code, out)
+	}
+	if out, code := run("", "daemon", "status"); code != 69 {
+		t.Fatalf("without the opt-in a daemon was started: %d %s", code, out)
+	}
+	t.Cleanup(func() { run("", "daemon", "stop") })
+	if out, code := run("RUKH_DAEMON=auto", "ext", "list"); code != 0 || !strings.Contains(out, "no releases installed") {
+		t.Fatalf("ext list with RUKH_DAEMON=auto: %d %s", code, out)
+	}
+	out, code := run("", "doctor")
+	if code != 0 || !strings.Contains(out, "host:    daemon") {
+		t.Errorf("after the first use with the opt-in, doctor says (exit %d):\n%s", code, out)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/rukh-cli/rukh/envpolicy"
@@ -68,6 +69,14 @@ func Forward(name string, args []string) (status int, ok bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, err := d.Connect(ctx)
+	if err == nil && s == nil && autoStart(name) {
+		// The owner opted in to a daemon started on first use: start one
+		// (the core's `daemon start`, which waits until it answers), then
+		// forward to it.
+		if startDaemon(name) == nil {
+			s, err = d.Connect(ctx)
+		}
+	}
 	var we *wire.Error
 	switch {
 	case err == nil && s == nil:
@@ -117,6 +126,25 @@ func Forward(name string, args []string) (status int, ok bool) {
 		syscall.Kill(os.Getpid(), syscall.SIGPIPE)
 	}
 	return m.Exit.Status, true
+}
+
+// AutoStartEnv is the variable with which an owner opts in to a daemon
+// started on first use, for machines without systemd: NAME_DAEMON=auto
+// (RUKH_DAEMON for rukh). Without it, no command starts a daemon.
+func AutoStartEnv(name string) string { return strings.ToUpper(name) + "_DAEMON" }
+
+func autoStart(name string) bool { return os.Getenv(AutoStartEnv(name)) == "auto" }
+
+// startDaemon runs `NAMEd --cli daemon start` and waits for it: it starts
+// the daemon in a session of its own and returns once it answers.
+func startDaemon(name string) error {
+	core, err := CoreBinary(name)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(core, CoreFlag, "daemon", "start")
+	cmd.Stdout, cmd.Stderr = nil, nil // its word goes to the daemon's log; the command line's output is the command's
+	return cmd.Run()
 }
 
 // ExecCore replaces this process with the core binary running args
