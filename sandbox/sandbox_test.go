@@ -833,23 +833,31 @@ func TestRlimitRange(t *testing.T) {
 // the helper gives it up, and the command has none (no /dev/tty either).
 func TestStrictCannotTypeOnTerminal(t *testing.T) {
 	needStrict(t)
+	out, stderr, err := typeOnTerminal(t, strictSpec(t, nil, nil))
+	if err != nil || !strings.HasPrefix(out, "ok: stdin: ") || strings.Contains(out, "typed") ||
+		!strings.HasSuffix(out, "the terminal holds \"\"\n") {
+		t.Errorf("%v: %q, stderr %q; want nothing typed on the terminal", err, out, stderr)
+	}
+}
+
+// typeOnTerminal runs the tiocsti probe under spec in a session whose
+// controlling terminal is a new pseudo-terminal, its stdin, and returns
+// what it said.
+func typeOnTerminal(t *testing.T, spec sandbox.Spec) (out, stderr string, err error) {
+	t.Helper()
 	master, slave := testpty.Open(t)
 	defer master.Close()
-	spec := strictSpec(t, nil, nil)
 	self, _ := os.Executable()
 	cmd := exec.Command(self)
 	cmd.Args = append([]string{self}, spec.Args(helper, []string{self, "probe"})...)
 	cmd.Env = append(os.Environ(), envSession+"=1", envProbe+"=tiocsti")
 	cmd.Stdin = slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	o, err := cmd.Output()
 	slave.Close()
-	if err != nil || !strings.HasPrefix(string(out), "ok: stdin: ") || strings.Contains(string(out), "typed") ||
-		!strings.HasSuffix(string(out), "the terminal holds \"\"\n") {
-		t.Errorf("%v: %q, stderr %q; want nothing typed on the terminal", err, out, stderr.String())
-	}
+	return string(o), errb.String(), err
 }
 
 // A restricted command keeps its caller's terminal as its controlling
@@ -857,22 +865,10 @@ func TestStrictCannotTypeOnTerminal(t *testing.T) {
 // without the filter, the kernel lets it, and a line typed there runs in
 // the owner's shell once the command is done (or answers `rukh approve`).
 func TestRestrictedCannotTypeOnTerminal(t *testing.T) {
-	master, slave := testpty.Open(t)
-	defer master.Close()
-	spec := sandbox.Spec{Profile: sandbox.Restricted}
-	self, _ := os.Executable()
-	cmd := exec.Command(self)
-	cmd.Args = append([]string{self}, spec.Args(helper, []string{self, "probe"})...)
-	cmd.Env = append(os.Environ(), envSession+"=1", envProbe+"=tiocsti")
-	cmd.Stdin = slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	slave.Close()
+	out, stderr, err := typeOnTerminal(t, sandbox.Spec{Profile: sandbox.Restricted})
 	want := "ok: stdin: operation not permitted, /dev/tty: operation not permitted"
-	if err != nil || !strings.HasPrefix(string(out), want) || !strings.HasSuffix(string(out), "the terminal holds \"\"\n") {
-		t.Errorf("%v: %q, stderr %q; want %q and nothing typed on the terminal", err, out, stderr.String(), want)
+	if err != nil || !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "the terminal holds \"\"\n") {
+		t.Errorf("%v: %q, stderr %q; want %q and nothing typed on the terminal", err, out, stderr, want)
 	}
 }
 

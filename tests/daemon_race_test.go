@@ -164,14 +164,7 @@ func TestDaemonSurvivesDescriptorExhaustion(t *testing.T) {
 	rukh, rukhd := hostBinaries(t)
 	home := filepath.Join(t.TempDir(), "home")
 	env := append(os.Environ(), "RUKH_HOME="+home)
-	d := exec.Command("prlimit", "--nofile=64", rukhd)
-	d.Env = env
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { d.Wait(); close(exited) }()
-	t.Cleanup(func() { d.Process.Kill(); <-exited })
+	d, exited := startProcess(t, env, nil, "prlimit", "--nofile=64", rukhd)
 	status := func() (string, int) {
 		c := exec.Command(rukh, "daemon", "status")
 		c.Env = env
@@ -242,15 +235,7 @@ func TestDaemonWarningsAreRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	d := exec.Command(rukhd)
-	d.Env = append(os.Environ(), "RUKH_HOME="+home)
-	d.Stdout, d.Stderr = logf, logf
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { d.Wait(); close(exited) }()
-	t.Cleanup(func() { d.Process.Kill(); <-exited })
+	d, exited := startProcess(t, append(os.Environ(), "RUKH_HOME="+home), logf, rukhd)
 	sock := filepath.Join(home, "run", "rukhd.sock")
 	var c net.Conn
 	for i := 0; ; i++ {
@@ -289,14 +274,7 @@ func TestDaemonFrameBudget(t *testing.T) {
 	rukh, rukhd := hostBinaries(t)
 	home := filepath.Join(t.TempDir(), "home")
 	env := append(os.Environ(), "RUKH_HOME="+home)
-	d := exec.Command(rukhd)
-	d.Env = env
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { d.Wait(); close(exited) }()
-	t.Cleanup(func() { d.Process.Kill(); <-exited })
+	startProcess(t, env, nil, rukhd)
 	rss := func() int64 {
 		var st struct {
 			RSSBytes int64 `json:"rssBytes"`
@@ -376,14 +354,7 @@ func TestCallInFlightWhenDaemonStarts(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	d := exec.Command(rukhd)
-	d.Env = env
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	dExited := make(chan struct{})
-	go func() { d.Wait(); close(dExited) }()
-	t.Cleanup(func() { d.Process.Kill(); <-dExited })
+	d, dExited := startProcess(t, env, nil, rukhd)
 	for i := 0; ; i++ {
 		st := exec.Command(rukh, "daemon", "status")
 		st.Env = env
@@ -455,4 +426,23 @@ func TestDaemonStartedOnFirstUse(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "host:    daemon") {
 		t.Errorf("after the first use with the opt-in, doctor says (exit %d):\n%s", code, out)
 	}
+}
+
+// startProcess starts the command args with env (its output to out, or
+// nowhere) and kills it when the test ends; the channel is closed once it
+// has exited.
+func startProcess(t *testing.T, env []string, out io.Writer, args ...string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = env
+	if out != nil {
+		cmd.Stdout, cmd.Stderr = out, out
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	return cmd, exited
 }

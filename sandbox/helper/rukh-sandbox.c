@@ -614,6 +614,16 @@ static void landlock(const struct spec *s)
 #error "rukh-sandbox: this ABI has socketcall, which the filter would have to refuse too"
 #endif
 
+/* install_filter adds the seccomp filter f of n instructions to this
+ * thread (and what it execs), or fails the call saying which one. */
+static void install_filter(struct sock_filter *f, unsigned long n, const char *what)
+{
+	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+	long r = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	if (r < 0)
+		fail_sys(what, r);
+}
+
 /* syscall_filter gives a strict command no network, and closes what
  * Landlock (ABI 7 and before) leaves open:
  *
@@ -690,10 +700,7 @@ static void syscall_filter(void)
 		DENY(EPERM_),
 		RET(SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
-	long r = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
-	if (r < 0)
-		fail_sys("seccomp", r);
+	install_filter(f, sizeof f / sizeof f[0], "seccomp");
 }
 
 /* terminal_filter keeps a restricted or strict command from typing on a
@@ -730,10 +737,7 @@ static void terminal_filter(void)
 		/* 15 */ DENY(EPERM_),
 		/* 16 */ RET(SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
-	long r = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
-	if (r < 0)
-		fail_sys("seccomp (terminal)", r);
+	install_filter(f, sizeof f / sizeof f[0], "seccomp (terminal)");
 }
 
 /* The namespace flags of clone(2) and unshare(2). */
@@ -786,10 +790,7 @@ static void kernel_filter(void)
 		RET(SECCOMP_RET_ALLOW),
 		DENY(EPERM_),
 	};
-	struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
-	long r = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
-	if (r < 0)
-		fail_sys("seccomp (kernel)", r);
+	install_filter(f, sizeof f / sizeof f[0], "seccomp (kernel)");
 }
 
 /* check_filter is the probe's (rukh doctor's) proof that the filter acts
