@@ -354,7 +354,7 @@ func TestCallInFlightWhenDaemonStarts(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	d, dExited := startProcess(t, env, nil, rukhd)
+	startProcess(t, env, nil, rukhd)
 	for i := 0; ; i++ {
 		st := exec.Command(rukh, "daemon", "status")
 		st.Env = env
