@@ -51,19 +51,23 @@ starts it on first use (see the README).`,
 			up := time.Since(time.Unix(st.StartedUnix, 0)).Round(time.Second)
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
-					PID           int       `json:"pid"`
-					Build         string    `json:"build"`
-					Started       time.Time `json:"startedAt"`
-					UptimeSeconds int64     `json:"uptimeSeconds"`
-					Socket        string    `json:"socket"`
-					Activated     bool      `json:"activated"`
-					Revision      uint64    `json:"revision"`
-					Connections   int       `json:"connections"`
-					InFlight      int       `json:"inFlight"`
-					RSSBytes      int64     `json:"rssBytes"`
-					StoreError    string    `json:"storeError,omitempty"`
+					PID           int        `json:"pid"`
+					Build         string     `json:"build"`
+					Started       time.Time  `json:"startedAt"`
+					UptimeSeconds int64      `json:"uptimeSeconds"`
+					Socket        string     `json:"socket"`
+					Activated     bool       `json:"activated"`
+					Revision      uint64     `json:"revision"`
+					Connections   int        `json:"connections"`
+					InFlight      int        `json:"inFlight"`
+					RSSBytes      int64      `json:"rssBytes"`
+					StoreError    string     `json:"storeError,omitempty"`
+					WriteError    string     `json:"storeWriteError,omitempty"`
+					WriteFailing  *time.Time `json:"storeWriteFailingSince,omitempty"`
+					Pending       int        `json:"pendingOutcomes"`
 				}{st.PID, st.Build, time.Unix(st.StartedUnix, 0).UTC(), int64(up / time.Second), st.Socket, st.Activated,
-					st.Revision, st.Connections, st.InFlight, st.RSSBytes, st.StoreError})
+					st.Revision, st.Connections, st.InFlight, st.RSSBytes, st.StoreError,
+					st.StoreWriteError, writeFailingSince(st), st.PendingOutcomes})
 			}
 			how := "started by hand"
 			if st.Activated {
@@ -73,6 +77,13 @@ starts it on first use (see the README).`,
 				f.Name, st.PID, up, how, st.Socket, st.Build, st.Revision, st.Connections, st.InFlight, float64(st.RSSBytes)/(1<<20))
 			if st.StoreError != "" {
 				fmt.Fprintf(f.IO.Out, "store:       UNREADABLE: %s\n", st.StoreError)
+			}
+			if st.StoreWriteError != "" {
+				fmt.Fprintf(f.IO.Out, "store:       NOT WRITABLE since %s: %s\n",
+					writeFailingSince(st).Local().Format(time.DateTime), st.StoreWriteError)
+			}
+			if st.PendingOutcomes > 0 {
+				fmt.Fprintf(f.IO.Out, "pending:     %d outcomes saved aside wait for the store to take them (the next call records them)\n", st.PendingOutcomes)
 			}
 			return nil
 		},
@@ -278,4 +289,14 @@ func running(pid int) bool {
 	}
 	i := bytes.LastIndexByte(stat, ')') // the name before it may hold anything
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// writeFailingSince is when the daemon's writes to the store began to
+// fail, or nil when they do not.
+func writeFailingSince(st *wire.DaemonStatus) *time.Time {
+	if st.StoreWriteError == "" {
+		return nil
+	}
+	t := time.Unix(st.StoreWriteFailingUnix, 0).UTC()
+	return &t
 }

@@ -3,6 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
 
 	"github.com/rukh-cli/rukh/thin"
@@ -12,14 +15,18 @@ import (
 
 // doctorReport is what `doctor` finds.
 type doctorReport struct {
-	Host        string            `json:"host"`       // "daemon" or "in-process"
-	HostWhy     string            `json:"hostReason"` // why that host
-	Socket      string            `json:"socket"`
-	Store       string            `json:"store"`
-	StoreOK     bool              `json:"storeOk"`
-	StoreError  string            `json:"storeError,omitempty"`
-	Revision    uint64            `json:"revision"`
-	Enforcement map[string]string `json:"enforcement"`
+	Host       string `json:"host"`       // "daemon" or "in-process"
+	HostWhy    string `json:"hostReason"` // why that host
+	Socket     string `json:"socket"`
+	Store      string `json:"store"`
+	StoreOK    bool   `json:"storeOk"`
+	StoreError string `json:"storeError,omitempty"`
+	// StoreWriteError is why the daemon's writes to the store fail, when
+	// they do (a full disk, say).
+	StoreWriteError string            `json:"storeWriteError,omitempty"`
+	Pending         int               `json:"pendingOutcomes"` // outcomes saved aside
+	Revision        uint64            `json:"revision"`
+	Enforcement     map[string]string `json:"enforcement"`
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
@@ -74,6 +81,14 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 					rep.Revision = st.Projection.Revision
 				}
 			}
+			rep.Pending = invoke.PendingOutcomes(p.Data)
+			if f.NewHost != nil {
+				if d, err := f.dialer(); err == nil {
+					if st, err := daemonStatus(cmd.Context(), d); err == nil {
+						rep.StoreWriteError = st.StoreWriteError
+					}
+				}
+			}
 			if asJSON {
 				if err := writeJSON(f.IO.Out, rep); err != nil {
 					return err
@@ -89,12 +104,22 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 					}
 					fmt.Fprintf(f.IO.Out, "store:   %s: %s: %s\n", rep.Store, how, rep.StoreError)
 				}
+				if rep.StoreWriteError != "" {
+					fmt.Fprintf(f.IO.Out, "store:   NOT WRITABLE by %sd: %s\n", f.Name, rep.StoreWriteError)
+				}
+				if rep.Pending > 0 {
+					fmt.Fprintf(f.IO.Out, "pending: %d outcomes saved aside in %s wait for the store to take them (the next call records them)\n",
+						rep.Pending, filepath.Join(p.Data, invoke.PendingDir))
+				}
 				for _, name := range []string{"host", "restricted", "strict"} {
 					fmt.Fprintf(f.IO.Out, "enforcement %-11s %s\n", name+":", rep.Enforcement[name])
 				}
 			}
 			if !rep.StoreOK {
 				return &ExitError{Status: ExitTempFail, Err: errors.New(rep.StoreError), Reported: true}
+			}
+			if rep.StoreWriteError != "" {
+				return &ExitError{Status: ExitTempFail, Err: errors.New(rep.StoreWriteError), Reported: true}
 			}
 			return nil
 		},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rukh-cli/rukh/exitcode"
-	"syscall"
 
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
@@ -95,7 +94,7 @@ func exitStatus(err error) int {
 		return ExitUsage
 	case errors.As(err, &locked), errors.As(err, &future), errors.As(err, &corrupt):
 		return ExitTempFail
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EIO):
+	case store.DiskError(err):
 		// The disk is full or failing: the store (or a release's copy)
 		// could not be written. It is the host's condition, not the
 		// command's: the same command works once it passes.

@@ -135,7 +135,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 			}
 			inv.Attempt.ApprovalID = used.ID
 		}
-		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, hostAlive, now)
+		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, c.hostAlive, now)
 	}); err != nil {
 		var busy *store.BusyError
 		var many *store.ApprovalLimitError
@@ -352,7 +352,11 @@ func matchResource(pattern, resource string) bool {
 	return m
 }
 
-func (c *Core) update(fn func(tx *store.Tx) error) error { return c.Store.Update(fn) }
+func (c *Core) update(fn func(tx *store.Tx) error) error {
+	err := c.Store.Update(fn)
+	c.health.noteWrite(err, c.Now())
+	return err
+}
 
 // recordRejected commits a refusal as an invocation that began and ended
 // at once, so it has an id and exactly one outcome like any other. When
@@ -366,7 +370,7 @@ func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outco
 	}
 	err := c.updateSettled(func(tx *store.Tx) error {
 		// A refusal occupies no slot: admit it against an unbounded limit.
-		if err := tx.BeginInvocation(inv, int(^uint(0)>>1), hostAlive, now); err != nil {
+		if err := tx.BeginInvocation(inv, int(^uint(0)>>1), c.hostAlive, now); err != nil {
 			return err
 		}
 		_, err := tx.Finish(inv.ID, &store.Finish{Outcome: out.Outcome, Reason: out.Reason, Detail: out.Message, Attempt: out.Attempt}, now)

@@ -80,6 +80,8 @@ type Core struct {
 	// by that daemon at once, instead of waiting for a lock it will never
 	// release.
 	Elsewhere Settler
+
+	health writeHealth
 }
 
 // Settler is a daemon that holds the store: Holds reports whether one

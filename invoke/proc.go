@@ -8,7 +8,6 @@ import (
 	"syscall"
 
 	"github.com/rukh-cli/rukh/extproto"
-	"github.com/rukh-cli/rukh/store"
 )
 
 // procStart returns a process's start time in clock ticks since boot
@@ -50,19 +49,6 @@ func selfStart() uint64 {
 func processAlive(pid int, start uint64) bool {
 	n, state, ok := procStat(pid)
 	return ok && n == start && state != "Z" && state != "X"
-}
-
-// hostAlive reports whether the host of an open invocation record still
-// runs. When it does not, whatever the invocation started and is still
-// running (a grandchild that outlived the command, which died with its
-// host) is found by its RUKH_INVOCATION_ID and killed first: a lost
-// host's slot is freed only once its processes are gone.
-func hostAlive(inv *store.Invocation) bool {
-	if processAlive(inv.PID, inv.PIDStart) {
-		return true
-	}
-	reap(inv.ID)
-	return false
 }
 
 // reap kills every process of this user whose environment carries

@@ -149,6 +149,9 @@ func (c *Core) finish(id string, out *Outcome) error {
 			return nil
 		}
 	}
+	if saved == "" {
+		c.health.noteLost(id) // its slot is free: the next admission closes its record
+	}
 	return &RecordError{ID: id, Outcome: outcomeName(out), Ran: true, Pending: saved, Err: err, PendingErr: saveErr}
 }
 

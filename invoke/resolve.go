@@ -199,9 +199,12 @@ func (c *Core) ResolveLost() ([]string, error) {
 	var lost []string
 	err := c.updateSettled(func(tx *store.Tx) error {
 		var err error
-		lost, err = tx.ResolveLost(hostAlive, c.Now().UTC())
+		lost, err = tx.ResolveLost(c.hostAlive, c.Now().UTC())
 		return err
 	})
+	if err == nil {
+		c.health.forget(lost)
+	}
 	return lost, err
 }
 

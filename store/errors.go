@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 )
 
 // LockedError is returned by Open when another process held the store's
@@ -83,4 +85,20 @@ type InUseError struct {
 
 func (e *InUseError) Error() string {
 	return fmt.Sprintf("release %s is part of the active revision %d; deactivate it first", e.Digest, e.Revision)
+}
+
+// Unwritable reports whether err says the store cannot be written at all
+// for now, rather than that one write was refused: the disk is full (or
+// the quota spent), read-only or failing, or the file is damaged. Waiting
+// for the lock does not help; freeing space, or recovery, does.
+func Unwritable(err error) bool {
+	var corrupt *CorruptError
+	return errors.As(err, &corrupt) || DiskError(err)
+}
+
+// DiskError reports whether err is the disk's: full, over quota,
+// read-only or failing.
+func DiskError(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EIO)
 }

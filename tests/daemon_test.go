@@ -21,6 +21,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"
 )
@@ -314,11 +315,13 @@ func (h *dtHome) runs(name string) int {
 }
 
 type dtStatus struct {
-	PID       int    `json:"pid"`
-	Build     string `json:"build"`
-	Socket    string `json:"socket"`
-	Activated bool   `json:"activated"`
-	InFlight  int    `json:"inFlight"`
+	PID        int    `json:"pid"`
+	Build      string `json:"build"`
+	Socket     string `json:"socket"`
+	Activated  bool   `json:"activated"`
+	InFlight   int    `json:"inFlight"`
+	Pending    int    `json:"pendingOutcomes"`
+	WriteError string `json:"storeWriteError"`
 }
 
 func (h *dtHome) status() dtStatus {
@@ -355,6 +358,7 @@ type dtDoctor struct {
 	HostReason string `json:"hostReason"`
 	Socket     string `json:"socket"`
 	StoreOK    bool   `json:"storeOk"`
+	Pending    int    `json:"pendingOutcomes"`
 }
 
 func (h *dtHome) doctor() dtDoctor {
@@ -1132,6 +1136,27 @@ func testDaemonDoctor(t *testing.T, b *dtBins) {
 	d := h.startDaemon(b.rukhd, b.build)
 	if doc, want := h.doctor(), fmt.Sprintf("daemon: rukhd pid %d at %s", d.cmd.Process.Pid, h.sock()); doc.Host != "daemon" || doc.HostReason != want {
 		t.Errorf("doctor with a daemon: %+v; want host daemon (%s)", doc, want)
+	}
+	// An outcome saved aside (the store could not take it) is counted by
+	// both until a call commits it.
+	pending := filepath.Join(h.home, "data", invoke.PendingDir)
+	if err := os.MkdirAll(pending, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pending, "0123456789abcdef0123456789abcdef.json"), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.status(); st.Pending != 1 || st.WriteError != "" {
+		t.Errorf("daemon status with an outcome saved aside: %+v; want 1 pending and no write error", st)
+	}
+	if doc := h.doctor(); doc.Pending != 1 {
+		t.Errorf("doctor with an outcome saved aside: %+v; want 1 pending", doc)
+	}
+	if out := h.must("daemon", "status"); !strings.Contains(out, "pending:     1 outcomes saved aside wait for the store to take them") {
+		t.Errorf("daemon status does not say an outcome waits:\n%s", out)
+	}
+	if err := os.RemoveAll(pending); err != nil {
+		t.Fatal(err)
 	}
 	if _, errOut, code := h.run("daemon", "stop"); code != 0 {
 		t.Fatalf("rukh daemon stop: exit %d: %s", code, errOut)

@@ -407,6 +407,14 @@ type DaemonStatus struct {
 	// StoreError is why the store could not be read (damaged, say); ""
 	// when it reads.
 	StoreError string `cbor:"storeError,omitempty"`
+	// StoreWriteError is why the daemon's writes to the store fail (a
+	// full disk, say) since StoreWriteFailingUnix; "" when its last
+	// write went through.
+	StoreWriteError       string `cbor:"storeWriteError,omitempty"`
+	StoreWriteFailingUnix int64  `cbor:"storeWriteFailingUnix,omitempty"`
+	// PendingOutcomes counts the outcomes saved aside that wait for the
+	// store to take them.
+	PendingOutcomes int `cbor:"pendingOutcomes,omitempty"`
 }
 
 // Stop asks the daemon to stop: take no new work, finalize what runs,
