@@ -37,7 +37,8 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// sourceFiles returns every .go and .md file of the repository, relative
+// sourceFiles returns every .go, .md, .mjs, .py and .sh file of the
+// repository, and every program in a bin directory, relative
 // to root, leaving out node_modules, testdata and hidden directories
 // (.git, and the throwaway home of `make demo`).
 func sourceFiles(t *testing.T, root string) []string {
@@ -54,7 +55,9 @@ func sourceFiles(t *testing.T, root string) []string {
 			}
 			return nil
 		}
-		if ext := filepath.Ext(p); ext == ".go" || ext == ".md" {
+		// The example extensions' programs cite the documents too.
+		inBin := filepath.Base(filepath.Dir(p)) == "bin"
+		if ext := filepath.Ext(p); ext == ".go" || ext == ".md" || ext == ".mjs" || ext == ".py" || ext == ".sh" || inBin {
 			rel, err := filepath.Rel(root, p)
 			if err != nil {
 				return err

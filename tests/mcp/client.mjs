@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
-const PAGE_TOOLS = 32; // docs/architecture.md §9: at most 32 tools per page
+const PAGE_TOOLS = 32; // invariant I8 (docs/invariants.md): at most 32 tools per page
 const NAME = /^[a-z0-9_-]+__[0-9a-f]+$/; // slug "__" fingerprint
 
 class Failure extends Error {}
