@@ -95,9 +95,10 @@ func NewLocalCore(core *invoke.Core) *Local {
 	return l
 }
 
-// NewHeld returns a Host for a data directory whose store s stays open:
-// the daemon's. The admin subject is uid, read from the kernel.
-func NewHeld(dataDir string, s *store.Store, uid int) *Local {
+// NewHeld returns a Host for a data directory whose store s stays open
+// (the daemon's, a *store.Held). The admin subject is uid, read from the
+// kernel.
+func NewHeld(dataDir string, s store.Provider, uid int) *Local {
 	l := NewLocal(dataDir)
 	l.admin.Store, l.core.Store, l.admin.UID = s, s, uid
 	return l

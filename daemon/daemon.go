@@ -56,8 +56,9 @@ type Server struct {
 	stop     chan struct{}                      // closed to stop accepting
 	cancel   atomic.Pointer[context.CancelFunc] // stops running work
 	stopOnce sync.Once
-	activity chan struct{} // a connection ended
-	store    *store.Store
+	activity chan struct{} // a connection ended (for idleWatch)
+	connDone chan struct{} // a connection ended (for handOver)
+	store    *store.Held // nil in tests that give Host their own store
 
 	budget   *wire.Budget   // frame bytes all connections may hold while reading
 	maxConns int            // connections served at once; more are refused
@@ -106,12 +107,12 @@ func (s *Server) warnf(msg string, args ...any) {
 	}
 }
 
-// Close closes the store the Server holds.
+// Close closes the store the Server holds, if it still does.
 func (s *Server) Close() error {
 	if s.store == nil {
 		return nil
 	}
-	return s.store.Close()
+	return s.store.Release()
 }
 
 // fileID identifies a file's content well enough to notice a replacement.
@@ -133,6 +134,7 @@ func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.stop = make(chan struct{})
 		s.activity = make(chan struct{}, 1)
+		s.connDone = make(chan struct{}, 1)
 		s.budget = wire.NewBudget(frameBudget)
 		s.maxConns = connLimit()
 		s.warn = rate.Sometimes{First: 10, Interval: time.Minute}
@@ -191,7 +193,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 
 	go func() {
 		<-s.stop
-		ln.Close()
+		s.handOver(ln)
 	}()
 	go s.idleWatch()
 	var pause time.Duration
@@ -236,12 +238,37 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 				case s.activity <- struct{}{}:
 				default:
 				}
+				select {
+				case s.connDone <- struct{}{}:
+				default:
+				}
 			}()
 			s.serveConn(work, c)
 		}()
 	}
 	s.active.Wait()
 	return nil
+}
+
+// handOver is the drain, once the daemon takes no new work: it releases
+// the store at once, so that the calls it still runs and those of the
+// next host (the new build's, in-process until the new daemon starts)
+// share its lock one transaction at a time; it keeps answering the
+// socket, each new connection with shutting_down or daemon_stale (which
+// sends the work in-process), so that connections queued on a socket
+// systemd holds are not left unanswered; and once no connection and no
+// detached run is left it closes the listener, which ends Serve.
+func (s *Server) handOver(ln *net.UnixListener) {
+	if s.store != nil {
+		if err := s.store.Release(); err != nil {
+			s.Logger.Warn("closing the store for the drain", "error", err)
+		}
+	}
+	for s.conns.Load() > 0 {
+		<-s.connDone
+	}
+	s.Host.WaitDetached()
+	ln.Close()
 }
 
 // idleWatch stops the daemon once nothing has happened for s.Idle.
@@ -293,6 +320,20 @@ func refuseBusy(uc *net.UnixConn, name string, limit int) {
 	c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBusy, "%sd serves %d connections at once, its limit; retry when fewer run", name, limit)})
 }
 
+// serveManage serves, after a refused hello, one Status or Stop request
+// if that is what follows (thin.Dialer.Manage): `daemon status`, `stop`
+// and `restart` must reach a daemon of another build, and one that
+// drains.
+func (s *Server) serveManage(ctx context.Context, c *wire.Conn, uc *net.UnixConn, pid int) {
+	uc.SetReadDeadline(time.Now().Add(helloWait))
+	req, files, err := c.Receive()
+	uc.SetReadDeadline(time.Time{})
+	closeAll(files)
+	if err == nil && (req.Status != nil || req.Stop != nil) {
+		s.serveRequest(ctx, c, req, nil, pid)
+	}
+}
+
 // serveConn serves one connection: peer check, hello, one operation.
 func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 	c := wire.NewConn(uc)
@@ -334,28 +375,23 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 			"%sd speaks protocol %d, this client %d; use matching binaries", s.Name, wire.ProtocolVersion, m.Hello.Protocol)})
 		return
 	case s.stale():
-		s.Logger.Warn("the executable changed; draining and exiting", "exe", s.Exe)
+		if !s.stopping.Load() {
+			s.Logger.Warn("the executable changed; draining and exiting", "exe", s.Exe)
+			s.drain()
+		}
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeDaemonStale,
 			"%sd was upgraded on disk; it is finishing its work and exiting", s.Name)})
-		s.drain()
+		s.serveManage(ctx, c, uc, pid)
 		return
 	case m.Hello.Build != s.Build:
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBuildMismatch,
 			"%sd runs build %s but this %s is build %s; run `%s daemon restart` to serve this build, or use the matching binary",
 			s.Name, s.Build, s.Name, m.Hello.Build, s.Name)})
-		// It may still ask how the daemon is or tell it to stop
-		// (thin.Dialer.Manage), so that `daemon restart` can replace a
-		// daemon of another build, as the message says.
-		uc.SetReadDeadline(time.Now().Add(helloWait))
-		req, files, err := c.Receive()
-		uc.SetReadDeadline(time.Time{})
-		closeAll(files)
-		if err == nil && (req.Status != nil || req.Stop != nil) {
-			s.serveRequest(ctx, c, req, nil, pid)
-		}
+		s.serveManage(ctx, c, uc, pid)
 		return
 	case s.stopping.Load():
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeShuttingDown, "%sd is stopping", s.Name)})
+		s.serveManage(ctx, c, uc, pid)
 		return
 	}
 	if err := c.Send(&wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: s.Build, Name: s.Name, PID: os.Getpid()}}); err != nil {

@@ -143,8 +143,9 @@ func New(name string, p paths.Paths, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	held := store.NewHeld(st)
 	return &Server{Name: name, Paths: p, Build: buildid.ID(), Logger: logger,
-		Host: client.NewHeld(p.Data, st, os.Getuid()), store: st}, nil
+		Host: client.NewHeld(p.Data, held, os.Getuid()), store: held}, nil
 }
 
 // Listen returns the socket systemd passed (socket activation) or, when

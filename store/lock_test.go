@@ -206,3 +206,44 @@ func TestLockForeignBoltHolder(t *testing.T) {
 		}
 	}
 }
+
+// A held store keeps every other opener out until Release; then it opens
+// the file per transaction, so it and another process take turns, and
+// what either wrote the other reads.
+func TestHeldRelease(t *testing.T) {
+	path, s := openPath(t)
+	h := store.NewHeld(s)
+	t.Cleanup(func() { h.Release() })
+	var le *store.LockedError
+	if _, err := store.Open(path, store.Options{Timeout: 50 * time.Millisecond}); !errors.As(err, &le) {
+		t.Fatalf("open while held: %v, want *LockedError", err)
+	}
+	if err := h.Update(func(tx *store.Tx) error { return tx.PutRelease(release("acme.one", "1.0.0")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Release(); err != nil || h.Holding() {
+		t.Fatalf("Release: %v; holding %v", err, h.Holding())
+	}
+	if err := h.Release(); err != nil {
+		t.Fatalf("a second Release: %v", err)
+	}
+
+	other, err := store.Open(path, store.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("open after Release: %v", err)
+	}
+	err = other.Update(func(tx *store.Tx) error { return tx.PutRelease(release("acme.two", "1.0.0")) })
+	other.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"acme.one", "acme.two"} {
+		err := h.View(func(tx *store.Tx) error {
+			_, err := tx.Release(digest(pkg + "@1.0.0"))
+			return err
+		})
+		if err != nil {
+			t.Errorf("reading %s through the released Held: %v", pkg, err)
+		}
+	}
+}

@@ -122,6 +122,7 @@ func TestDaemon(t *testing.T) {
 		{"RestartUnderMCP", testDaemonRestartUnderMCP},
 		{"BuildMismatch", testDaemonBuildMismatch},
 		{"ReplacedBinary", testDaemonReplacedBinary},
+		{"DrainHandsOver", testDaemonDrainHandsOver},
 		{"Hung", testDaemonHung},
 		{"BadFrames", testDaemonBadFrames},
 		{"Doctor", testDaemonDoctor},
@@ -224,6 +225,24 @@ func dtNewHome(t *testing.T, b *dtBins) *dtHome {
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":300000,"maxConcurrent":8,"enforcement":"host"},
 		         "agent":{"commands":["test.*/*"],"deadlineMs":300000,"maxConcurrent":8,"enforcement":"host"}}}`)
 	return h
+}
+
+// slowStarted waits until `rukh slow` has started and returns the pid
+// of its shell and its invocation id.
+func (h *dtHome) slowStarted() (pid int, id string) {
+	h.t.Helper()
+	for i := 0; ; i++ {
+		if data, err := os.ReadFile(filepath.Join(h.dir, "slow.pid")); err == nil {
+			if _, err := fmt.Sscan(string(data), &pid, &id); err != nil {
+				h.t.Fatalf("slow.pid: %q: %v", data, err)
+			}
+			return pid, id
+		}
+		if i == 3000 {
+			h.t.Fatal("the slow command did not start within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (h *dtHome) sock() string { return filepath.Join(h.home, "run", "rukhd.sock") }
@@ -721,20 +740,7 @@ func testDaemonKilledMidCall(t *testing.T, b *dtBins) {
 	if err := client.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var shPID int
-	var id string
-	for {
-		if data, err := os.ReadFile(filepath.Join(h.dir, "slow.pid")); err == nil {
-			if _, err := fmt.Sscan(string(data), &shPID, &id); err != nil {
-				t.Fatalf("slow.pid: %q: %v", data, err)
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the slow command never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	shPID, id := h.slowStarted()
 	t.Cleanup(func() { syscall.Kill(-shPID, syscall.SIGKILL) }) // its group, should anything be left
 	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -783,20 +789,8 @@ func testDaemonClientKilledMidCall(t *testing.T, b *dtBins) {
 	exited := make(chan struct{})
 	go func() { client.Wait(); close(exited) }()
 	t.Cleanup(func() { client.Process.Kill(); <-exited })
-	var shPID, ppid int
-	var id string
-	for i := 0; ; i++ {
-		if data, err := os.ReadFile(filepath.Join(h.dir, "slow.pid")); err == nil {
-			if _, err := fmt.Sscan(string(data), &shPID, &id); err != nil {
-				t.Fatalf("slow.pid: %q: %v", data, err)
-			}
-			break
-		}
-		if i == 3000 {
-			t.Fatal("the slow command did not start within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var ppid int
+	shPID, id := h.slowStarted()
 	t.Cleanup(func() { syscall.Kill(-shPID, syscall.SIGKILL) })
 	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", shPID)); err == nil {
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
@@ -1014,6 +1008,78 @@ func testDaemonReplacedBinary(t *testing.T, b *dtBins) {
 	recs := h.invocations()
 	if len(recs) != 2 || recs[0].Outcome != "succeeded" || recs[1].Outcome != "succeeded" {
 		t.Errorf("records: %+v", recs)
+	}
+}
+
+// 5c. An upgrade while the old daemon still runs a call (issue 18, item
+// 13). Before, the old daemon kept the store's lock through its drain:
+// the next `rukh CMD` went in-process, waited 10 s for the lock and
+// exited 75; and the daemon closed its socket, so under systemd the
+// connections queued behind it timed out as "hung". Now the draining
+// daemon releases the store at once and keeps answering its socket: the
+// new call runs in-process beside the old one, `daemon status` still
+// reaches the old daemon and shows its call, and once that call ends
+// (and is recorded, succeeded) the old daemon exits 0.
+func testDaemonDrainHandsOver(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	bin := filepath.Join(h.dir, "bin")
+	h.rukh = filepath.Join(bin, "rukh")
+	dtCopy(t, b.rukh, h.rukh)
+	dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd"))
+	d := h.startDaemon(filepath.Join(bin, "rukhd"), b.build)
+	pid := d.cmd.Process.Pid
+
+	ctx, cancel := context.WithTimeout(context.Background(), dtHangGuard)
+	defer cancel()
+	slow := exec.CommandContext(ctx, h.rukh, "slow")
+	slow.Env = h.env
+	var slowOut bytes.Buffer // its stderr gets the shell's "Killed" below
+	slow.Stdout, slow.Stderr = &slowOut, io.Discard
+	if err := slow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slowDone := make(chan error, 1)
+	go func() { slowDone <- slow.Wait() }()
+	t.Cleanup(func() { slow.Process.Kill(); <-slowDone })
+	shPID, slowID := h.slowStarted()
+	t.Cleanup(func() { syscall.Kill(-shPID, syscall.SIGKILL) })
+
+	dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd.new"))
+	if err := os.Rename(filepath.Join(bin, "rukhd.new"), filepath.Join(bin, "rukhd")); err != nil {
+		t.Fatal(err)
+	}
+	// h.ppid fails the test on any exit but 0 (before: 75 after 10 s).
+	if parent, client := h.ppid(); parent != client {
+		t.Errorf("during the drain the command ran under pid %d, want the client %d (in-process)", parent, client)
+	}
+	if st := h.status(); st.PID != pid || st.InFlight != 1 {
+		t.Errorf("daemon status during the drain: %+v; want the old daemon %d with its 1 call", st, pid)
+	}
+	select {
+	case <-d.done:
+		t.Fatalf("the old daemon exited %d before its call ended:\n%s", d.status, d.logText())
+	default:
+	}
+
+	// End the call: its sleep is killed, so the script reports success.
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", shPID, shPID))
+	if err != nil || len(strings.Fields(string(children))) != 1 {
+		t.Fatalf("the slow command's children: %q, %v; want its sleep", children, err)
+	}
+	sleepPID, _ := strconv.Atoi(strings.Fields(string(children))[0])
+	if err := syscall.Kill(sleepPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-slowDone; err != nil || slowOut.String() != "done" {
+		t.Errorf("rukh slow: %v, output %q; want exit 0 and %q", err, slowOut.String(), "done")
+	}
+	slowDone <- nil // for the cleanup
+	if code := d.wait(t); code != 0 {
+		t.Errorf("the drained daemon exited %d:\n%s", code, d.logText())
+	}
+	recs := h.invocations()
+	if len(recs) != 2 || recs[1].ID != slowID || recs[1].Outcome != "succeeded" || recs[0].Outcome != "succeeded" {
+		t.Errorf("records: %+v; want the slow call %s and the in-process one, both succeeded", recs, slowID)
 	}
 }
 

@@ -118,8 +118,9 @@ func (d *Dialer) Manage(ctx context.Context, req *wire.Msg) (*wire.Msg, error) {
 	return m, err
 }
 
-// dial is Dial; with otherBuild, a build_mismatch refusal leaves the
-// session open, with the refusal in s.refused.
+// dial is Dial; with otherBuild, a refusal that still takes a Status or
+// Stop (manageable: another build, a drain) leaves the session open,
+// with the refusal in s.refused.
 func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 	fi, err := os.Lstat(d.Socket)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -172,7 +173,7 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 			err = fmt.Errorf("no answer within %s; the daemon is hung: see `%s daemon status`, or kill it", HelloTimeout, d.Name)
 		}
 		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "hello", Err: err}
-	case m.Error != nil && otherBuild && m.Error.Code == wire.CodeBuildMismatch:
+	case m.Error != nil && otherBuild && manageable(m.Error.Code):
 		s.refused = m.Error
 		return s, nil
 	case m.Error != nil:
@@ -184,6 +185,13 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 	}
 	s.Daemon = *m.Hello
 	return s, nil
+}
+
+// manageable reports whether a daemon that refused work with code still
+// answers one Status or Stop on the same connection: one of another
+// build, and one that drains.
+func manageable(code string) bool {
+	return code == wire.CodeBuildMismatch || code == wire.CodeShuttingDown || code == wire.CodeDaemonStale
 }
 
 // checkPeer refuses a daemon that runs as another user.
