@@ -58,7 +58,7 @@ type Server struct {
 	stopOnce sync.Once
 	activity chan struct{} // a connection ended (for idleWatch)
 	connDone chan struct{} // a connection ended (for handOver)
-	store    *store.Held // nil in tests that give Host their own store
+	store    *store.Held   // nil in tests that give Host their own store
 
 	budget   *wire.Budget   // frame bytes all connections may hold while reading
 	maxConns int            // connections served at once; more are refused
