@@ -65,9 +65,10 @@ starts it on first use (see the README).`,
 					WriteError    string     `json:"storeWriteError,omitempty"`
 					WriteFailing  *time.Time `json:"storeWriteFailingSince,omitempty"`
 					Pending       int        `json:"pendingOutcomes"`
+					Draining      bool       `json:"draining"`
 				}{st.PID, st.Build, time.Unix(st.StartedUnix, 0).UTC(), int64(up / time.Second), st.Socket, st.Activated,
 					st.Revision, st.Connections, st.InFlight, st.RSSBytes, st.StoreError,
-					st.StoreWriteError, writeFailingSince(st), st.PendingOutcomes})
+					st.StoreWriteError, writeFailingSince(st), st.PendingOutcomes, st.Draining})
 			}
 			how := "started by hand"
 			if st.Activated {
@@ -75,6 +76,9 @@ starts it on first use (see the README).`,
 			}
 			fmt.Fprintf(f.IO.Out, "%sd is running: pid %d, up %s (%s)\nsocket:      %s\nbuild:       %s\nrevision:    %d\nconnections: %d\nrunning:     %d invocations\nmemory:      %.1f MiB resident\n",
 				f.Name, st.PID, up, how, st.Socket, st.Build, st.Revision, st.Connections, st.InFlight, float64(st.RSSBytes)/(1<<20))
+			if st.Draining {
+				fmt.Fprintf(f.IO.Out, "draining:    it takes no new work and exits once what runs has ended\n")
+			}
 			if st.StoreError != "" {
 				fmt.Fprintf(f.IO.Out, "store:       UNREADABLE: %s\n", st.StoreError)
 			}
@@ -164,6 +168,10 @@ func daemonStart(ctx context.Context, f *Factory) error {
 		return err
 	}
 	if st, err := daemonStatus(ctx, d); err == nil {
+		if st.Draining {
+			return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd (pid %d) is draining: it exits once its %d running invocations end, and calls run in-process meanwhile; start one then",
+				f.Name, st.PID, st.InFlight)}
+		}
 		if st.Build != d.Build {
 			return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd is already running (pid %d) but is build %s, not this %s's %s; `%s daemon restart` replaces it",
 				f.Name, st.PID, st.Build, f.Name, d.Build, f.Name)}

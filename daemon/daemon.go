@@ -660,7 +660,7 @@ func (s *Server) status() *wire.DaemonStatus {
 	st := &wire.DaemonStatus{
 		PID: os.Getpid(), Build: s.Build, StartedUnix: s.started.Unix(), Socket: s.Paths.Socket(s.Name),
 		Activated: s.Activated, Revision: rev, Connections: int(s.conns.Load()) - 1, InFlight: int(s.inflight.Load()) + s.Host.DetachedRunning(),
-		RSSBytes: rss(),
+		RSSBytes: rss(), Draining: s.stopping.Load(),
 	}
 	if err != nil {
 		st.StoreError = err.Error()

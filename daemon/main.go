@@ -20,6 +20,7 @@ import (
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
+	"github.com/rukh-cli/rukh/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -188,6 +189,10 @@ func Listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener,
 	if s, err := d.Dial(ctx); err == nil {
 		s.Close()
 		return nil, false, &exitError{exitTempFail, fmt.Errorf("a daemon already answers at %s (pid %d)", sock, s.Daemon.PID)}
+	} else if we := (*wire.Error)(nil); errors.As(err, &we) && (we.Code == wire.CodeDaemonStale || we.Code == wire.CodeShuttingDown) {
+		// It drains: it keeps the socket until its last call ends, and
+		// new calls run in-process meanwhile.
+		return nil, false, &exitError{exitTempFail, fmt.Errorf("the daemon at %s is draining (%v); it exits once its last call ends, and calls run in-process meanwhile: start one then", sock, we.Message)}
 	} else if !errors.Is(err, thin.ErrNoDaemon) {
 		var te *thin.Error
 		if !errors.As(err, &te) || te.Op != "hello" {

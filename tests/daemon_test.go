@@ -341,6 +341,7 @@ type dtStatus struct {
 	InFlight   int    `json:"inFlight"`
 	Pending    int    `json:"pendingOutcomes"`
 	WriteError string `json:"storeWriteError"`
+	Draining   bool   `json:"draining"`
 }
 
 func (h *dtHome) status() dtStatus {
@@ -1052,8 +1053,11 @@ func testDaemonDrainHandsOver(t *testing.T, b *dtBins) {
 	if parent, client := h.ppid(); parent != client {
 		t.Errorf("during the drain the command ran under pid %d, want the client %d (in-process)", parent, client)
 	}
-	if st := h.status(); st.PID != pid || st.InFlight != 1 {
-		t.Errorf("daemon status during the drain: %+v; want the old daemon %d with its 1 call", st, pid)
+	if st := h.status(); st.PID != pid || st.InFlight != 1 || !st.Draining {
+		t.Errorf("daemon status during the drain: %+v; want the old daemon %d draining, with its 1 call", st, pid)
+	}
+	if _, errOut, code := h.run("daemon", "start"); code != 75 || !strings.Contains(errOut, fmt.Sprintf("rukhd (pid %d) is draining: it exits once its 1 running invocations end", pid)) {
+		t.Errorf("rukh daemon start during the drain: exit %d, %q; want 75, saying a daemon drains", code, errOut)
 	}
 	select {
 	case <-d.done:

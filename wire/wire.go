@@ -403,7 +403,10 @@ type DaemonStatus struct {
 	Revision    uint64 `cbor:"revision"`
 	Connections int    `cbor:"connections"`
 	InFlight    int    `cbor:"inFlight"` // running invocations
-	RSSBytes    int64  `cbor:"rssBytes"`
+	// Draining: the daemon takes no new work (it was upgraded on disk, or
+	// told to stop) and exits once what it runs has ended.
+	Draining bool  `cbor:"draining,omitempty"`
+	RSSBytes int64 `cbor:"rssBytes"`
 	// StoreError is why the store could not be read (damaged, say); ""
 	// when it reads.
 	StoreError string `cbor:"storeError,omitempty"`
