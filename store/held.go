@@ -10,8 +10,10 @@ import "sync"
 // the lock transaction by transaction instead of the new ones waiting out
 // the drain.
 type Held struct {
-	mu    sync.RWMutex // held for reading by every transaction
-	s     *Store       // nil once released
+	mu    sync.Mutex
+	s     *Store        // nil once released
+	n     int           // transactions running on s
+	idle  chan struct{} // closed when n drops to 0 after Release
 	files Files
 }
 
@@ -22,43 +24,75 @@ func NewHeld(s *Store) *Held {
 	return &Held{s: s, files: Files{Path: s.Path()}}
 }
 
+// acquire returns the held store, counting one more transaction on it, or
+// nil once released.
+func (h *Held) acquire() *Store {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s != nil {
+		h.n++
+	}
+	return h.s
+}
+
+// done ends a transaction acquire counted.
+func (h *Held) done() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n--
+	if h.n == 0 && h.idle != nil {
+		close(h.idle)
+		h.idle = nil
+	}
+}
+
 // View runs fn in a read transaction of the held store, or of the file
 // opened for it once released.
 func (h *Held) View(fn func(*Tx) error) error {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if h.s != nil {
-		return h.s.View(fn)
+	if s := h.acquire(); s != nil {
+		defer h.done()
+		return s.View(fn)
 	}
 	return h.files.View(fn)
 }
 
 // Update runs fn in one read-write transaction, as View does.
 func (h *Held) Update(fn func(*Tx) error) error {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if h.s != nil {
-		return h.s.Update(fn)
+	if s := h.acquire(); s != nil {
+		defer h.done()
+		return s.Update(fn)
 	}
 	return h.files.Update(fn)
 }
 
 // Holding reports whether the store is still held open.
 func (h *Held) Holding() bool {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	return h.s != nil
 }
 
-// Release closes the held store, and frees its lock, once the
-// transactions in progress have ended; it is safe to call more than once.
+// Release stops holding the store: later transactions open the file each
+// time, and the held Store is closed, freeing its lock, once the
+// transactions running on it have ended (a transaction begun inside
+// another is counted too, so none waits for its own). It is safe to call
+// more than once.
 func (h *Held) Release() error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.s == nil {
+	s := h.s
+	if s == nil {
+		h.mu.Unlock()
 		return nil
 	}
-	err := h.s.Close()
 	h.s = nil
-	return err
+	var idle chan struct{}
+	if h.n > 0 {
+		idle = make(chan struct{})
+		h.idle = idle
+	}
+	h.mu.Unlock()
+	if idle != nil {
+		<-idle
+	}
+	return s.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -221,14 +222,36 @@ func TestHeldRelease(t *testing.T) {
 	if err := h.Update(func(tx *store.Tx) error { return tx.PutRelease(release("acme.one", "1.0.0")) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Release(); err != nil || h.Holding() {
-		t.Fatalf("Release: %v; holding %v", err, h.Holding())
+	// Release waits for the transaction running on the store, then
+	// closes it.
+	released := make(chan error, 1)
+	err := h.View(func(*store.Tx) error {
+		go func() { released <- h.Release() }()
+		for i := 0; h.Holding(); i++ {
+			if i == 1e7 {
+				t.Fatal("Release did not begin")
+			}
+			runtime.Gosched()
+		}
+		select {
+		case err := <-released:
+			t.Errorf("Release returned (%v) while a transaction ran on the store", err)
+		default:
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("Release: %v", err)
 	}
 	if err := h.Release(); err != nil {
 		t.Fatalf("a second Release: %v", err)
 	}
 
-	other, err := store.Open(path, store.Options{Timeout: 2 * time.Second})
+	var other *store.Store
+	other, err = store.Open(path, store.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("open after Release: %v", err)
 	}
