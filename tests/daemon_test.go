@@ -975,25 +975,36 @@ func testDaemonBuildMismatch(t *testing.T, b *dtBins) {
 	}
 }
 
-// 5b. The daemon's executable is replaced on disk (a new file renamed
-// over it, as a package upgrade does): the next `rukh CMD` runs
-// in-process while the old daemon drains, and the old daemon exits 0.
-func testDaemonReplacedBinary(t *testing.T, b *dtBins) {
+// dtUpgradable returns a home whose rukh and rukhd are copies of their
+// own, with that rukhd serving it, and a function that upgrades the
+// rukhd on disk as a package does (a new file renamed over it).
+func dtUpgradable(t *testing.T, b *dtBins) (*dtHome, *dtProc, func()) {
 	h := dtNewHome(t, b)
 	bin := filepath.Join(h.dir, "bin")
 	h.rukh = filepath.Join(bin, "rukh")
 	dtCopy(t, b.rukh, h.rukh)
 	dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd"))
 	d := h.startDaemon(filepath.Join(bin, "rukhd"), b.build)
+	return h, d, func() {
+		t.Helper()
+		dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd.new"))
+		if err := os.Rename(filepath.Join(bin, "rukhd.new"), filepath.Join(bin, "rukhd")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// 5b. The daemon's executable is replaced on disk (a new file renamed
+// over it, as a package upgrade does): the next `rukh CMD` runs
+// in-process while the old daemon drains, and the old daemon exits 0.
+func testDaemonReplacedBinary(t *testing.T, b *dtBins) {
+	h, d, upgrade := dtUpgradable(t, b)
 	pid := d.cmd.Process.Pid
 	if parent, _ := h.ppid(); parent != pid {
 		t.Fatalf("the command ran under pid %d, want the daemon %d", parent, pid)
 	}
 
-	dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd.new"))
-	if err := os.Rename(filepath.Join(bin, "rukhd.new"), filepath.Join(bin, "rukhd")); err != nil {
-		t.Fatal(err)
-	}
+	upgrade()
 	if parent, client := h.ppid(); parent != client {
 		t.Errorf("after the upgrade the command ran under pid %d, want the client %d (in-process)", parent, client)
 	}
@@ -1022,12 +1033,7 @@ func testDaemonReplacedBinary(t *testing.T, b *dtBins) {
 // reaches the old daemon and shows its call, and once that call ends
 // (and is recorded, succeeded) the old daemon exits 0.
 func testDaemonDrainHandsOver(t *testing.T, b *dtBins) {
-	h := dtNewHome(t, b)
-	bin := filepath.Join(h.dir, "bin")
-	h.rukh = filepath.Join(bin, "rukh")
-	dtCopy(t, b.rukh, h.rukh)
-	dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd"))
-	d := h.startDaemon(filepath.Join(bin, "rukhd"), b.build)
+	h, d, upgrade := dtUpgradable(t, b)
 	pid := d.cmd.Process.Pid
 
 	ctx, cancel := context.WithTimeout(context.Background(), dtHangGuard)
@@ -1045,10 +1051,7 @@ func testDaemonDrainHandsOver(t *testing.T, b *dtBins) {
 	shPID, slowID := h.slowStarted()
 	t.Cleanup(func() { syscall.Kill(-shPID, syscall.SIGKILL) })
 
-	dtCopy(t, b.rukhd, filepath.Join(bin, "rukhd.new"))
-	if err := os.Rename(filepath.Join(bin, "rukhd.new"), filepath.Join(bin, "rukhd")); err != nil {
-		t.Fatal(err)
-	}
+	upgrade()
 	// h.ppid fails the test on any exit but 0 (before: 75 after 10 s).
 	if parent, client := h.ppid(); parent != client {
 		t.Errorf("during the drain the command ran under pid %d, want the client %d (in-process)", parent, client)
