@@ -126,7 +126,6 @@ func TestRunStopsOnSignal(t *testing.T) {
 			if f := c.next(t); f.Progress == nil || f.Progress.Message != "ready" {
 				t.Fatalf("first frame %+v", f)
 			}
-			start := time.Now()
 			c.cmd.Process.Signal(sig)
 			f := c.next(t)
 			if f.Complete == nil || f.Complete.Status != extproto.StatusCommandFailed || f.Complete.Token != testToken {
@@ -137,9 +136,6 @@ func TestRunStopsOnSignal(t *testing.T) {
 			}
 			if st := c.wait(t); st.ExitCode() != ExitFailed {
 				t.Fatalf("exit %v", st)
-			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Fatalf("stopping took %v", d)
 			}
 		})
 	}

@@ -85,11 +85,7 @@ func TestFinishSavedAside(t *testing.T) {
 	refusal := &store.LockedError{Path: "/x/store.db"}
 	core.Store, core.FinishRetry = &storetest.Refusing{Provider: healthy, Pass: 1, Fail: -1, Err: refusal}, 300*time.Millisecond
 	decided := time.Now().UTC()
-	start := time.Now()
 	out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %v with FinishRetry 300ms", d)
-	}
 	if out.Outcome != invoke.Succeeded || out.Result == nil || out.Result.Text != "ok\n" {
 		t.Errorf("outcome %+v", out)
 	}

@@ -286,7 +286,6 @@ func TestConcurrencyLimit(t *testing.T) {
 	var mu sync.Mutex
 	counts := map[string]int{}
 	var wg sync.WaitGroup
-	start := time.Now()
 	for range 100 {
 		wg.Add(1)
 		go func() {
@@ -327,9 +326,6 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	if most > 4 {
 		t.Errorf("%d invocations ran at once; the limit is 4", most)
-	}
-	if elapsed := time.Since(start); elapsed > 60*time.Second {
-		t.Errorf("took %s: calls queued", elapsed) // a hang guard, not a speed check
 	}
 }
 

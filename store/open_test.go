@@ -20,7 +20,9 @@ import (
 func TestOpenCreatesPrivateFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	path := filepath.Join(dir, "rukh.db")
+	before := time.Now()
 	s, err := store.Open(path, store.Options{})
+	after := time.Now()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +46,8 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 		if got := len(tx.Secret()); got != 32 {
 			t.Errorf("secret has %d bytes", got)
 		}
-		if c := tx.Created(); time.Since(c) > time.Minute || c.IsZero() {
-			t.Errorf("created %v", c)
+		if c := tx.Created(); c.Before(before) || c.After(after) {
+			t.Errorf("created %v, not while Open ran (%v to %v)", c, before, after)
 		}
 		return nil
 	})
@@ -192,8 +194,9 @@ func TestLockedInProcess(t *testing.T) {
 		if le.Path != path {
 			t.Errorf("LockedError.Path = %q, want %q", le.Path, path)
 		}
-		if elapsed < 100*time.Millisecond || elapsed > 2*time.Second {
-			t.Errorf("readOnly=%v: gave up after %v, want about 100ms", readOnly, elapsed)
+		// Not before its timeout (a lower bound: slowness cannot fail it).
+		if elapsed < 100*time.Millisecond {
+			t.Errorf("readOnly=%v: gave up after %v, before its 100ms timeout", readOnly, elapsed)
 		}
 		for _, want := range []string{path, "another process", "rukhd", "`rukh daemon status`", "retry"} {
 			if !strings.Contains(err.Error(), want) {
@@ -213,8 +216,8 @@ func TestLockedDefaultTimeout(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("err = %v, want *LockedError", err)
 	}
-	if elapsed < store.DefaultTimeout || elapsed > store.DefaultTimeout+2*time.Second {
-		t.Errorf("gave up after %v, want about %v", elapsed, store.DefaultTimeout)
+	if elapsed < store.DefaultTimeout {
+		t.Errorf("gave up after %v, before DefaultTimeout (%v)", elapsed, store.DefaultTimeout)
 	}
 }
 
@@ -223,14 +226,10 @@ func TestLockedBySubprocess(t *testing.T) {
 	s.Close()
 	p := startHelper(t, "hold", path, true)
 
-	start := time.Now()
 	_, err := store.Open(path, store.Options{Timeout: 100 * time.Millisecond})
 	var le *store.LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("err = %v, want *LockedError", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("gave up after %v", d)
 	}
 
 	// Once the holder lets go, the store opens.
