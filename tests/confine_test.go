@@ -404,13 +404,9 @@ func TestChildDiesWithHost(t *testing.T) {
 
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	for range 1500 { // a hang guard: 15 s
-		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(data), ") Z ") {
-			return
-		}
-		sleep10ms()
+	if err := exitOf(pid, 15*time.Second); err != nil { // a hang guard
+		t.Errorf("%s (pid %d) outlived its host: %v", what, pid, err)
 	}
-	t.Errorf("%s (pid %d) outlived its host", what, pid)
 }
 
 func sleep10ms() { time.Sleep(10 * time.Millisecond) }

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"io"
 	"net"
@@ -33,9 +34,10 @@ func TestDaemonsStartedAtOnce(t *testing.T) {
 			exited chan struct{}
 		}
 		procs := make([]proc, 4)
+		ready := newReadiness(t) // the one that serves notifies READY=1
 		for i := range procs {
 			cmd := exec.Command(rukhd)
-			cmd.Env = env
+			cmd.Env = append(env[:len(env):len(env)], ready.env())
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -45,18 +47,14 @@ func TestDaemonsStartedAtOnce(t *testing.T) {
 			procs[i] = p
 		}
 		// The one that serves answers status with its own pid.
+		ready.wait(t, fmt.Sprintf("round %d: one of the daemons", round), nil)
 		var st struct{ PID int }
-		var last []byte
-		for i := 0; ; i++ {
-			out, err := run("daemon", "status", "--json")
-			if err == nil && json.Unmarshal(out, &st) == nil {
-				break
-			}
-			last = out
-			if i == 1500 {
-				t.Fatalf("round %d: no daemon answered `rukh daemon status` within 30 s: %s", round, last)
-			}
-			time.Sleep(20 * time.Millisecond)
+		out, err := run("daemon", "status", "--json")
+		if err == nil {
+			err = json.Unmarshal(out, &st)
+		}
+		if err != nil {
+			t.Fatalf("round %d: no daemon answered `rukh daemon status`: %v: %s", round, err, out)
 		}
 		var serving *proc
 		for i := range procs {
@@ -164,21 +162,15 @@ func TestDaemonSurvivesDescriptorExhaustion(t *testing.T) {
 	rukh, rukhd := hostBinaries(t)
 	home := filepath.Join(t.TempDir(), "home")
 	env := append(os.Environ(), "RUKH_HOME="+home)
-	d, exited := startProcess(t, env, nil, "prlimit", "--nofile=64", rukhd)
+	d, exited := startReadyDaemon(t, env, nil, "prlimit", "--nofile=64", rukhd)
 	status := func() (string, int) {
 		c := exec.Command(rukh, "daemon", "status")
 		c.Env = env
 		out, _ := c.CombinedOutput()
 		return string(out), c.ProcessState.ExitCode()
 	}
-	for i := 0; ; i++ {
-		if out, code := status(); code == 0 && strings.Contains(out, "rukhd is running") {
-			break
-		}
-		if i == 3000 {
-			t.Fatal("rukhd did not answer within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if out, code := status(); code != 0 || !strings.Contains(out, "rukhd is running") {
+		t.Fatalf("rukhd notified READY=1 but daemon status says: exit %d: %s", code, out)
 	}
 	sock := filepath.Join(home, "run", "rukhd.sock")
 	var idle []net.Conn
@@ -235,17 +227,11 @@ func TestDaemonWarningsAreRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	d, exited := startProcess(t, append(os.Environ(), "RUKH_HOME="+home), logf, rukhd)
+	d, exited := startReadyDaemon(t, append(os.Environ(), "RUKH_HOME="+home), logf, rukhd)
 	sock := filepath.Join(home, "run", "rukhd.sock")
-	var c net.Conn
-	for i := 0; ; i++ {
-		if c, err = net.Dial("unix", sock); err == nil {
-			break
-		}
-		if i == 3000 {
-			t.Fatalf("rukhd did not listen within 30 s: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("rukhd notified READY=1 but does not listen: %v", err)
 	}
 	for i := range 300 {
 		if i > 0 {
@@ -274,11 +260,13 @@ func TestDaemonFrameBudget(t *testing.T) {
 	rukh, rukhd := hostBinaries(t)
 	home := filepath.Join(t.TempDir(), "home")
 	env := append(os.Environ(), "RUKH_HOME="+home)
-	startProcess(t, env, nil, rukhd)
+	startReadyDaemon(t, env, nil, rukhd)
 	rss := func() int64 {
 		var st struct {
 			RSSBytes int64 `json:"rssBytes"`
 		}
+		// While the budget is spent the daemon refuses status too, with
+		// "retry": the call is retried until the budget frees.
 		for i := 0; ; i++ {
 			c := exec.Command(rukh, "daemon", "status", "--json")
 			c.Env = env
@@ -344,27 +332,13 @@ func TestCallInFlightWhenDaemonStarts(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { client.Wait(); close(exited) }()
 	t.Cleanup(func() { client.Process.Kill(); <-exited })
-	for i := 0; ; i++ {
-		if _, err := os.Stat(gate + ".started"); err == nil {
-			break
-		}
-		if i == 3000 {
-			t.Fatal("the in-process call did not start within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFile(t, gate+".started", "the in-process call's start")
 
-	startProcess(t, env, nil, rukhd)
-	for i := 0; ; i++ {
-		st := exec.Command(rukh, "daemon", "status")
-		st.Env = env
-		if st.Run() == nil {
-			break
-		}
-		if i == 3000 {
-			t.Fatal("rukhd did not answer within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	startReadyDaemon(t, env, nil, rukhd)
+	st := exec.Command(rukh, "daemon", "status")
+	st.Env = env
+	if out, err := st.CombinedOutput(); err != nil {
+		t.Fatalf("rukhd notified READY=1 but daemon status failed: %v: %s", err, out)
 	}
 
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
@@ -431,6 +405,16 @@ func TestDaemonStartedOnFirstUse(t *testing.T) {
 // startProcess starts the command args with env (its output to out, or
 // nowhere) and kills it when the test ends; the channel is closed once it
 // has exited.
+// startReadyDaemon starts a daemon as startProcess does and waits until it
+// notifies READY=1 (readiness).
+func startReadyDaemon(t *testing.T, env []string, out io.Writer, args ...string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	r := newReadiness(t)
+	cmd, exited := startProcess(t, append(env[:len(env):len(env)], r.env()), out, args...)
+	r.wait(t, strings.Join(args, " "), exited)
+	return cmd, exited
+}
+
 func startProcess(t *testing.T, env []string, out io.Writer, args ...string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command(args[0], args[1:]...)

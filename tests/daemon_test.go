@@ -231,18 +231,16 @@ func dtNewHome(t *testing.T, b *dtBins) *dtHome {
 // of its shell and its invocation id.
 func (h *dtHome) slowStarted() (pid int, id string) {
 	h.t.Helper()
-	for i := 0; ; i++ {
-		if data, err := os.ReadFile(filepath.Join(h.dir, "slow.pid")); err == nil {
-			if _, err := fmt.Sscan(string(data), &pid, &id); err != nil {
-				h.t.Fatalf("slow.pid: %q: %v", data, err)
-			}
-			return pid, id
-		}
-		if i == 3000 {
-			h.t.Fatal("the slow command did not start within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	name := filepath.Join(h.dir, "slow.pid") // renamed into place when whole
+	waitFile(h.t, name, "the slow command's pid file")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		h.t.Fatal(err)
 	}
+	if _, err := fmt.Sscan(string(data), &pid, &id); err != nil {
+		h.t.Fatalf("slow.pid: %q: %v", data, err)
+	}
+	return pid, id
 }
 
 func (h *dtHome) sock() string { return filepath.Join(h.home, "run", "rukhd.sock") }
@@ -409,6 +407,7 @@ type dtProc struct {
 	log    string
 	done   chan struct{}
 	status int
+	ready  *readiness // where the daemon notifies READY=1
 }
 
 // startProc starts argv as this home's daemon with env (the home's when
@@ -420,11 +419,11 @@ func (h *dtHome) startProc(env []string, argv ...string) *dtProc {
 		h.t.Fatal(err)
 	}
 	defer log.Close()
-	d := &dtProc{cmd: exec.Command(argv[0], argv[1:]...), log: log.Name(), done: make(chan struct{})}
+	d := &dtProc{cmd: exec.Command(argv[0], argv[1:]...), log: log.Name(), done: make(chan struct{}), ready: newReadiness(h.t)}
 	if env == nil {
 		env = h.env
 	}
-	d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = env, log, log
+	d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = append(env[:len(env):len(env)], d.ready.env()), log, log
 	if err := d.cmd.Start(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -463,22 +462,13 @@ func (h *dtHome) startDaemon(rukhd, build string) *dtProc {
 // waitAnswers waits until a daemon of build answers hello on the socket.
 func (h *dtHome) waitAnswers(d *dtProc, build string) {
 	h.t.Helper()
+	d.ready.wait(h.t, "rukhd (log "+d.log+")", d.done)
 	dl := thin.Dialer{Socket: h.sock(), Name: "rukh", Build: build}
-	for end := time.Now().Add(dtHangGuard); ; time.Sleep(10 * time.Millisecond) {
-		select {
-		case <-d.done:
-			h.t.Fatalf("rukhd exited %d before it answered:\n%s", d.status, d.logText())
-		default:
-		}
-		s, err := dl.Dial(context.Background())
-		if err == nil {
-			s.Close()
-			return
-		}
-		if !errors.Is(err, thin.ErrNoDaemon) || time.Now().After(end) {
-			h.t.Fatalf("rukhd does not answer: %v\n%s", err, d.logText())
-		}
+	s, err := dl.Dial(context.Background())
+	if err != nil {
+		h.t.Fatalf("rukhd notified READY=1 but does not answer: %v\n%s", err, d.logText())
 	}
+	s.Close()
 }
 
 // wait waits for the process to exit and returns its exit status.
@@ -512,10 +502,8 @@ func dtGone(pid int) bool {
 // dtWaitGone waits until process pid has ended.
 func dtWaitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	for end := time.Now().Add(dtHangGuard); !dtGone(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("%s (pid %d) is still running", what, pid)
-		}
+	if err := exitOf(pid, dtHangGuard); err != nil {
+		t.Fatalf("%s (pid %d) is still running: %v", what, pid, err)
 	}
 }
 
@@ -558,19 +546,16 @@ func testDaemonSocketActivation(t *testing.T, b *dtBins) {
 		t.Helper()
 		os.Remove(h.sock()) // the last activator's
 		sa := h.startProc(env, append([]string{activate, "-l", h.sock()}, args...)...)
-		for end := time.Now().Add(dtHangGuard); ; time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Lstat(h.sock()); err == nil {
-				return sa
-			}
+		waitFileFor(t, h.sock(), "systemd-socket-activate's socket", func() bool {
 			select {
 			case <-sa.done:
 				t.Fatalf("systemd-socket-activate exited %d:\n%s", sa.status, sa.logText())
 			default:
 			}
-			if time.Now().After(end) {
-				t.Fatalf("systemd-socket-activate never created %s:\n%s", h.sock(), sa.logText())
-			}
-		}
+			_, err := os.Lstat(h.sock())
+			return err == nil
+		})
+		return sa
 	}
 
 	// Without RUKH_HOME: rukhd's files are under HOME, not the client's.
@@ -710,13 +695,12 @@ func testDaemonOtherUser(t *testing.T, b *dtBins) {
 	}
 	// The daemon logs each refusal as it serves the connection, which
 	// the client that hung up first does not wait for.
-	for end := time.Now().Add(dtHangGuard); ; time.Sleep(10 * time.Millisecond) {
-		log := d.logText()
-		if n := strings.Count(log, `level=WARN msg="refused a connection from another user" uid=65534`); n == 2 {
-			break
-		} else if n > 2 || time.Now().After(end) {
-			t.Fatalf("the daemon's log does not show two refusals of uid 65534:\n%s", log)
-		}
+	refusals := func() int {
+		return strings.Count(d.logText(), `level=WARN msg="refused a connection from another user" uid=65534`)
+	}
+	waitFileFor(t, d.log, "two refusals in the daemon's log", func() bool { return refusals() >= 2 })
+	if refusals() != 2 {
+		t.Fatalf("the daemon's log does not show two refusals of uid 65534:\n%s", d.logText())
 	}
 }
 
@@ -803,17 +787,10 @@ func testDaemonClientKilledMidCall(t *testing.T, b *dtBins) {
 	client.Process.Signal(syscall.SIGKILL)
 	<-exited
 	dtWaitGone(t, shPID, "the slow command")
-	var recs []dtRecord
-	for i := 0; ; i++ {
-		recs = h.invocations()
-		if len(recs) == 1 && recs[0].Outcome != "" {
-			break
-		}
-		if i == 3000 {
-			t.Fatalf("the invocation was not finalized within 30 s of its client's death: %+v", recs)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if out, errOut, code := h.run("invocations", "wait", id, "--timeout", "60s"); code != 0 {
+		t.Fatalf("the invocation was not finalized after its client's death: exit %d: %s%s", code, out, errOut)
 	}
+	recs := h.invocations()
 	if recs[0].ID != id || recs[0].Outcome != "cancelled" || recs[0].Reason != "interrupted" {
 		t.Errorf("the record: %+v; want %s cancelled/interrupted", recs[0], id)
 	}
