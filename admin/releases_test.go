@@ -218,15 +218,7 @@ func crashInstall(t *testing.T, dataDir, src string) string {
 // releaseDirs lists the entries of the releases directory.
 func releaseDirs(t *testing.T, a *admin.Admin) []string {
 	t.Helper()
-	entries, err := os.ReadDir(a.ReleasesDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
+	return testhome.DirNames(t, a.ReleasesDir())
 }
 
 // TestOrphanSwept kills installs right after their rename, leaving

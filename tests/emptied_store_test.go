@@ -51,15 +51,7 @@ func (tm *damageTemplate) fullCopyHome(t *testing.T) (string, []string) {
 
 func releaseNames(t *testing.T, home string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(home, "data", "releases"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
+	return testhome.DirNames(t, filepath.Join(home, "data", "releases"))
 }
 
 // TestEmptiedStoreKeepsReleases: with store.db emptied, truncated or its

@@ -165,3 +165,17 @@ func Limit(t testing.TB, pkg, name string) string {
 	t.Fatalf("docs/limits.md gives no value for `%s` in the section of %s", name, pkg)
 	return ""
 }
+
+// DirNames lists the names of the entries of dir, sorted.
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
