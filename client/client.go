@@ -119,7 +119,7 @@ func (l *Local) CheckStore(context.Context) error { return l.core.CheckStore() }
 
 // StoreWriteFailure says why this host's writes to the store fail, and
 // since when (invoke.Core.StoreWriteFailure); nil when they do not.
-func (l *Local) StoreWriteFailure() (error, time.Time) { return l.core.StoreWriteFailure() }
+func (l *Local) StoreWriteFailure() (since time.Time, err error) { return l.core.StoreWriteFailure() }
 
 // ActiveRevision is the active revision's number (0 before the first).
 func (l *Local) ActiveRevision() (uint64, error) { return l.core.ActiveRevision() }

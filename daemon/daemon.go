@@ -665,7 +665,7 @@ func (s *Server) status() *wire.DaemonStatus {
 	if err != nil {
 		st.StoreError = err.Error()
 	}
-	if err, since := s.Host.StoreWriteFailure(); err != nil {
+	if since, err := s.Host.StoreWriteFailure(); err != nil {
 		st.StoreWriteError, st.StoreWriteFailingUnix = err.Error(), since.Unix()
 	}
 	st.PendingOutcomes = invoke.PendingOutcomes(s.Paths.Data)

@@ -68,10 +68,10 @@ func (h *writeHealth) forget(ids []string) {
 // when it failed because the store cannot be written (a full, read-only
 // or failing disk, a damaged file) and no write has succeeded since, and
 // when such failures began; nil when the last write went through.
-func (c *Core) StoreWriteFailure() (error, time.Time) {
+func (c *Core) StoreWriteFailure() (since time.Time, err error) {
 	c.health.mu.Lock()
 	defer c.health.mu.Unlock()
-	return c.health.failed, c.health.since
+	return c.health.since, c.health.failed
 }
 
 // PendingOutcomes counts the outcomes saved aside in PendingDir that wait

@@ -219,7 +219,7 @@ func TestFinishLost(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("message\n got %q\nwant %q", err, want)
 	}
-	if ferr, _ := core.StoreWriteFailure(); !errors.Is(ferr, syscall.ENOSPC) {
+	if _, ferr := core.StoreWriteFailure(); !errors.Is(ferr, syscall.ENOSPC) {
 		t.Errorf("StoreWriteFailure = %v, want the full disk", ferr)
 	}
 
@@ -240,7 +240,7 @@ func TestFinishLost(t *testing.T) {
 	if lost == nil || lost.Outcome != invoke.ExecutionFailed || lost.Reason != invoke.ReasonHostLost {
 		t.Errorf("the lost call's record = %+v, want execution_failed/host_lost", lost)
 	}
-	if ferr, _ := core.StoreWriteFailure(); ferr != nil {
+	if _, ferr := core.StoreWriteFailure(); ferr != nil {
 		t.Errorf("StoreWriteFailure after a write went through = %v", ferr)
 	}
 }
