@@ -200,9 +200,10 @@ func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
 // descends from a process that runs extension commands — the thin client,
 // the core, rukhd, `rukh mcp` — and which. A command (or anything it
 // started, whatever it did with its environment, session or group) stays
-// below its host: the one-shot core and the client that starts a command
-// adopt what it leaves behind (package spawn). So `rukh approve` started
-// by a command is refused however it was started.
+// below its host: its supervising rukh-sandbox adopts what it leaves
+// behind, and so do the one-shot core and the client that start a command
+// (package spawn). So `rukh approve` started by a command is refused
+// however it was started.
 func hostAncestor(f *Factory) (int, bool) {
 	pid := f.CallerPID
 	if pid == 0 {

@@ -55,7 +55,7 @@ func (sp *clientSpawner) route(m *wire.Msg, files []*os.File) bool {
 	}
 }
 
-func (sp *clientSpawner) Spawn(ex *exec.Cmd, iso spawn.Isolation) (invoke.Process, error) {
+func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, error) {
 	sp.mu.Lock()
 	used := sp.used
 	sp.used = true
@@ -83,7 +83,7 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, iso spawn.Isolation) (invoke.Proces
 	if len(files) > wire.MaxFiles {
 		return nil, fmt.Errorf("%d descriptors; the client takes at most %d", len(files), wire.MaxFiles)
 	}
-	msg := &wire.Spawn{Path: ex.Path, Args: ex.Args, Env: ex.Env, Dir: ex.Dir, Session: iso == spawn.Session, Files: len(files)}
+	msg := &wire.Spawn{Path: ex.Path, Args: ex.Args, Env: ex.Env, Dir: ex.Dir, Session: job.Isolation == spawn.Session, Supervised: job.Supervised, Files: len(files)}
 	if err := sp.c.Send(&wire.Msg{Spawn: msg}, files...); err != nil {
 		return nil, fmt.Errorf("ask the client to start the command: %w", err)
 	}
@@ -98,7 +98,7 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, iso spawn.Isolation) (invoke.Proces
 		if r.m.Spawned.Error != "" {
 			return nil, errors.New(r.m.Spawned.Error)
 		}
-		return &clientProc{sp: sp, pid: r.m.Spawned.PID, fg: r.m.Spawned.Foreground, pidfd: r.files[0]}, nil
+		return &clientProc{sp: sp, pid: r.m.Spawned.PID, fg: r.m.Spawned.Foreground, job: job, pidfd: r.files[0]}, nil
 	case <-sp.gone:
 		return nil, errors.New("the client went away before it started the command")
 	case <-timer.C:
@@ -113,14 +113,18 @@ type clientProc struct {
 	sp    *clientSpawner
 	pid   int
 	fg    bool
+	job   spawn.Job
 	pidfd *os.File
 }
 
 func (p *clientProc) InForeground() bool { return p.fg }
 
 func (p *clientProc) Signal(sig syscall.Signal) {
-	unix.PidfdSendSignal(int(p.pidfd.Fd()), sig, nil, 0)
-	if !p.fg {
+	proc, group := spawn.Route(sig, p.job, p.fg)
+	for _, s := range proc {
+		unix.PidfdSendSignal(int(p.pidfd.Fd()), s, nil, 0)
+	}
+	if group {
 		// Its group (named by its pid while it lives).
 		syscall.Kill(-p.pid, sig)
 	}

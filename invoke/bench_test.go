@@ -29,19 +29,24 @@ func BenchmarkInvoke(b *testing.B) {
 }
 
 // BenchmarkEnforcement is the same invocation under each enforcement
-// profile: host (no helper), restricted (the rukh-sandbox helper: rlimits,
-// no_new_privs, private TMPDIR) and strict (+ Landlock, the seccomp
-// filter, no capabilities, no terminal). The differences are the spawn
-// cost of each profile.
+// profile, each started by the rukh-sandbox helper, which supervises it:
+// host (nothing else), restricted (rlimits, no_new_privs, private TMPDIR)
+// and strict (+ Landlock, the seccomp filter, no capabilities, no
+// terminal); and host-no-helper, a host without the helper (where none
+// is on $PATH either), as before supervision. The differences are the
+// spawn cost of each profile.
 func BenchmarkEnforcement(b *testing.B) {
 	helper := filepath.Join(testhome.TempDir(b), "rukh-sandbox")
 	if err := sandbox.Build(helper); err != nil {
 		b.Fatal(err)
 	}
-	for _, enf := range []string{"host", "restricted", "strict"} {
-		b.Run(enf, func(b *testing.B) {
+	for _, tc := range []struct{ name, enf, helper string }{
+		{"host-no-helper", "host", ""}, {"host", "host", helper}, {"restricted", "restricted", helper}, {"strict", "strict", helper},
+	} {
+		enf := tc.enf
+		b.Run(tc.name, func(b *testing.B) {
 			core, home := setupB(b)
-			core.Sandbox = helper
+			core.Sandbox = tc.helper
 			a := admin.New(filepath.Join(home, "data"))
 			if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
 				"tasks":{"owner":{"commands":["*/*"],"deadlineMs":5000,"maxConcurrent":8,"enforcement":"` + enf + `"}}}`)); err != nil {

@@ -30,6 +30,14 @@ var findHelper = sync.OnceValue(func() string {
 	return p
 })
 
+// helper is the enforcement helper's path, or "" when it is not installed.
+func (c *Core) helper() string {
+	if c.Sandbox != "" {
+		return c.Sandbox
+	}
+	return findHelper()
+}
+
 // enforcement is how one invocation is confined.
 type enforcement struct {
 	profile string
@@ -43,13 +51,15 @@ type enforcement struct {
 // profile, or refuses: a profile this machine cannot apply is never run
 // weaker.
 func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, grants []grant) (*enforcement, *Outcome) {
-	e := &enforcement{profile: task.Enforcement}
+	e := &enforcement{profile: task.Enforcement, helper: c.helper()}
 	if e.profile == "" || e.profile == profile.EnforceHost {
+		// Supervised by the helper where it is installed (which is what
+		// ends everything the command starts, whatever it does), else
+		// as before it: in a group of its own (Enforceable says which).
+		if e.helper != "" {
+			e.spec = &sandbox.Spec{Profile: sandbox.Host}
+		}
 		return e, nil
-	}
-	e.helper = c.Sandbox
-	if e.helper == "" {
-		e.helper = findHelper()
 	}
 	if e.helper == "" {
 		return nil, rejected(ReasonEnforcementUnavailable,
@@ -86,8 +96,13 @@ func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, gran
 	return e, nil
 }
 
-// wrap makes ex start the helper, which applies the profile and execs the
-// command; the helper's report pipe is the descriptor after the channel.
+// supervised reports whether the helper starts the command (wrap) and
+// stays to end all it starts.
+func (e *enforcement) supervised() bool { return e.spec != nil }
+
+// wrap makes ex start the helper, which forks, applies the profile and
+// execs the command, and supervises it; the helper's report pipe is the
+// descriptor after the channel.
 // The host forks as for any command (a vfork, whatever the host's size),
 // and what the kernel refuses the helper is reported like any profile it
 // cannot apply.
@@ -164,14 +179,14 @@ func (e *enforcement) startError(identity string, err error) *Outcome {
 // applies everything but the exec; for strict it then checks that its
 // filter refuses a TCP socket and allows a stream socket pair.
 func (c *Core) Enforceable() map[string]string {
-	out := map[string]string{
-		profile.EnforceHost: "applied: scrubbed environment, descriptors 0-2 and the channel only, own process group, dies with its host",
-	}
-	helper := c.Sandbox
-	if helper == "" {
-		helper = findHelper()
-	}
-	for _, p := range []string{profile.EnforceRestricted, profile.EnforceStrict} {
+	out := map[string]string{}
+	helper := c.helper()
+	for _, p := range []string{profile.EnforceHost, profile.EnforceRestricted, profile.EnforceStrict} {
+		if helper == "" && p == profile.EnforceHost {
+			out[p] = "applied: scrubbed environment, descriptors 0-2 and the channel only, own process group, dies with its host; " +
+				"what the command starts outside its group is NOT tracked: install " + HelperName + " beside this program or on $PATH"
+			continue
+		}
 		if helper == "" {
 			out[p] = "NOT available: " + HelperName + " is not installed beside this program or on $PATH; calls of such tasks are refused"
 			continue
@@ -195,8 +210,10 @@ func (c *Core) Enforceable() map[string]string {
 			continue
 		}
 		switch p {
+		case profile.EnforceHost:
+			out[p] = "applied by " + helper + ": scrubbed environment, descriptors 0-2 and the channel only, own process group; everything the command starts is ended with the call, and when its host dies"
 		case profile.EnforceRestricted:
-			out[p] = "applied by " + helper + ": the task's rlimits, no_new_privs, a private TMPDIR"
+			out[p] = "applied by " + helper + ": host + the task's rlimits, no_new_privs, no capabilities, no TIOCSTI, a private TMPDIR"
 		default:
 			out[p] = "applied by " + helper + ": restricted + Landlock (release, system libraries, granted paths; TCP bind/connect denied) + no network: no socket of any family, Unix stream pairs only, no io_uring or keyrings (seccomp) + no capabilities + no controlling terminal"
 		}

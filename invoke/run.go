@@ -127,9 +127,10 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	} else {
 		env = append(env, extproto.EnvFD+"=3", extproto.EnvToken+"="+token, extproto.EnvCommand+"="+cmd.Identity)
 	}
-	// The command dies with its host (a kill -9 of rukh or rukhd
-	// included); what it started in its group is killed by the host's
-	// cleanup when the host lives. A command an agent called (MCP) gets a
+	// The enforcement helper supervises the command: it ends everything
+	// the command started when the command exits, when the call is
+	// killed and when the host dies (a kill -9 of rukh or rukhd
+	// included; package spawn, Job). A command an agent called (MCP) gets a
 	// session of its own: no controlling terminal, so it can neither read
 	// the owner's terminal nor ask on it (nor pass for the owner at `rukh
 	// approve`). A CLI command gets a group of its own, or joins its
@@ -218,12 +219,13 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		}
 		return &Outcome{Outcome: Cancelled, Reason: reason, Message: fmt.Sprintf("%s was cancelled before it started (%s)", cmd.Identity, reason)}
 	}
+	job := spawn.Job{Isolation: iso, Supervised: enf.supervised()}
 	var proc Process
 	var err error
 	if req.Spawner != nil {
-		proc, err = req.Spawner.Spawn(ex, iso)
+		proc, err = req.Spawner.Spawn(ex, job)
 	} else {
-		proc, err = startLocal(ex, iso)
+		proc, err = startLocal(ex, job)
 	}
 	closeAll(closeAfterStart)
 	if err != nil {

@@ -29,7 +29,7 @@ type Process interface {
 // channel and the enforcement helper's descriptors); the Spawner must not
 // change what runs.
 type Spawner interface {
-	Spawn(ex *exec.Cmd, iso spawn.Isolation) (Process, error)
+	Spawn(ex *exec.Cmd, job spawn.Job) (Process, error)
 }
 
 // localProc is a command this process started.
@@ -37,8 +37,8 @@ type localProc struct{ *spawn.Proc }
 
 func (p localProc) InForeground() bool { return p.Foreground }
 
-func startLocal(ex *exec.Cmd, iso spawn.Isolation) (Process, error) {
-	p, err := spawn.Start(ex, iso)
+func startLocal(ex *exec.Cmd, job spawn.Job) (Process, error) {
+	p, err := spawn.Start(ex, job)
 	if err != nil {
 		return nil, err
 	}

@@ -882,7 +882,8 @@ func TestFailures(t *testing.T) {
 	}{
 		{"rlimit refused", sandbox.Spec{Profile: sandbox.Restricted, Rlimits: []sandbox.Rlimit{{Resource: 40, Max: 1}}}, nil,
 			"enforcement unavailable: setrlimit 40: invalid argument"},
-		{"unknown profile", sandbox.Spec{Profile: "host"}, nil, "bad spec: unknown profile host"},
+		{"unknown profile", sandbox.Spec{Profile: "hots"}, nil, "bad spec: unknown profile hots"},
+		{"rlimits under host", sandbox.Spec{Profile: sandbox.Host, Rlimits: []sandbox.Rlimit{{Resource: 7, Max: 1}}}, nil, "bad spec: rlimits given to the host profile"},
 		{"paths outside strict", sandbox.Spec{Profile: sandbox.Restricted, ReadOnly: []string{"/usr"}}, nil, "bad spec: paths given to the profile /usr"},
 		{"grants outside strict", sandbox.Spec{Profile: sandbox.Restricted, GrantWrite: []string{"/srv"}}, nil, "bad spec: paths given to the profile /srv"},
 		{"bad rlimit", sandbox.Spec{Profile: sandbox.Restricted, Rlimits: []sandbox.Rlimit{{Resource: 99, Max: 1}}}, nil, "bad spec: bad --rlimit resource 99"},

@@ -40,31 +40,77 @@ const (
 // it. The shell gives all of that to its job's process group, so the
 // command joins the host's group.
 
+// Job is how a command is started.
+type Job struct {
+	Isolation Isolation
+	// Supervised: the program started is the enforcement helper
+	// (rukh-sandbox), which forks the command, stays its parent and the
+	// subreaper of all it starts, and kills all of that when the command
+	// exits, when it gets Kill, or when its host dies; it exits as the
+	// command did. In the caller's job it passes on the signals sent to
+	// it; in a group or session of its own the group's signals reach the
+	// command directly.
+	Supervised bool
+}
+
+// Kill is the signal that has a supervising helper kill the command and
+// everything it started, then itself (as by SIGKILL): SIGKILL would end
+// the helper alone and leave the rest to init.
+const Kill = syscall.SIGUSR1
+
+// Route says how sig reaches a command started as job: the signals for
+// the process Start started, in order, and whether sig goes to its
+// process group too. A command in the foreground (its caller's job) is
+// signalled alone: the group is the caller's.
+func Route(sig syscall.Signal, job Job, foreground bool) (proc []syscall.Signal, group bool) {
+	switch {
+	case job.Supervised && sig == syscall.SIGKILL:
+		// SIGCONT first: a stopped helper acts on nothing.
+		return []syscall.Signal{syscall.SIGCONT, Kill}, false
+	case foreground:
+		return []syscall.Signal{sig}, false
+	default:
+		return nil, true
+	}
+}
+
 // Proc is a started command.
 type Proc struct {
 	Pid        int
 	Foreground bool // it joined its host's process group (see Group)
+	job        Job
 	cmd        *exec.Cmd
+	exited     atomic.Bool
 }
 
-// Start starts ex with the isolation iso; the command dies with the
-// thread that started it (PR_SET_PDEATHSIG; the Go runtime never ends a
-// thread of a live process). Start sets ex.SysProcAttr.
-func Start(ex *exec.Cmd, iso Isolation) (*Proc, error) {
-	fg := iso == Group && Foreground(ex.Stdin, ex.Stdout, ex.Stderr)
-	ex.SysProcAttr = &syscall.SysProcAttr{Setpgid: iso == Group && !fg, Setsid: iso == Session, Pdeathsig: syscall.SIGKILL}
+// Start starts ex as job; the process started dies with the thread that
+// started it (PR_SET_PDEATHSIG; the Go runtime never ends a thread of a
+// live process), and a supervising helper then kills everything the
+// command started. Start sets ex.SysProcAttr.
+func Start(ex *exec.Cmd, job Job) (*Proc, error) {
+	fg := job.Isolation == Group && Foreground(ex.Stdin, ex.Stdout, ex.Stderr)
+	ex.SysProcAttr = &syscall.SysProcAttr{Setpgid: job.Isolation == Group && !fg, Setsid: job.Isolation == Session, Pdeathsig: syscall.SIGKILL}
 	if err := ex.Start(); err != nil {
 		return nil, err
 	}
-	return &Proc{Pid: ex.Process.Pid, Foreground: fg, cmd: ex}, nil
+	return &Proc{Pid: ex.Process.Pid, Foreground: fg, job: job, cmd: ex}, nil
 }
 
-// Signal sends sig to the command and what it started in its group; in
-// the foreground, to the command alone (its group is its host's).
+// Signal sends sig to the command as Route says. Once the command was
+// waited for, only its group is signalled (what is left of it): its pid
+// may be another process's by then.
 func (p *Proc) Signal(sig syscall.Signal) {
-	if p.Foreground {
-		syscall.Kill(p.Pid, sig)
-	} else if p.Pid > 0 {
+	if p.exited.Load() {
+		if !p.Foreground {
+			syscall.Kill(-p.Pid, sig)
+		}
+		return
+	}
+	proc, group := Route(sig, p.job, p.Foreground)
+	for _, s := range proc {
+		p.cmd.Process.Signal(s) // a pidfd: never another process
+	}
+	if group {
 		syscall.Kill(-p.Pid, sig)
 	}
 }
@@ -74,6 +120,7 @@ func (p *Proc) Signal(sig syscall.Signal) {
 // known. What is left of its group is killed then.
 func (p *Proc) Wait() int {
 	err := p.cmd.Wait()
+	p.exited.Store(true)
 	p.Signal(syscall.SIGKILL)
 	return ExitStatus(err)
 }

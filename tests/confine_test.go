@@ -15,7 +15,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/sandbox"
 )
 
 // confineRelease is a release of the probe extension (testdata/confine):
@@ -39,7 +38,7 @@ type confined struct {
 	env                  []string
 }
 
-// newConfined builds rukh and rukh-sandbox side by side, installs the
+// newConfined puts rukh and rukh-sandbox side by side, installs the
 // probe, and applies a profile whose CLI and MCP task have enforcement
 // enf and may read path:SRV/public/**.
 func newConfined(t *testing.T, enf string) *confined {
@@ -47,9 +46,6 @@ func newConfined(t *testing.T, enf string) *confined {
 	c := &confined{dir: testhome.TempDir(t)}
 	bin := filepath.Join(c.dir, "bin")
 	c.rukh = cliInto(t, bin)
-	if err := sandbox.Build(filepath.Join(bin, "rukh-sandbox")); err != nil {
-		t.Fatal(err)
-	}
 	rel := filepath.Join(c.dir, "rel")
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {
 		t.Fatalf("go build probe: %v\n%s", err, out)
@@ -404,7 +400,7 @@ func TestChildDiesWithHost(t *testing.T) {
 
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	if err := exitOf(pid, 15*time.Second); err != nil { // a hang guard
+	if err := testhome.ExitOf(pid, 15*time.Second); err != nil { // a hang guard
 		t.Errorf("%s (pid %d) outlived its host: %v", what, pid, err)
 	}
 }

@@ -502,7 +502,7 @@ func dtGone(pid int) bool {
 // dtWaitGone waits until process pid has ended.
 func dtWaitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	if err := exitOf(pid, dtHangGuard); err != nil {
+	if err := testhome.ExitOf(pid, dtHangGuard); err != nil {
 		t.Fatalf("%s (pid %d) is still running: %v", what, pid, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/sandbox"
 )
 
 // The hosts a client of Rukh can have, as gopls runs its tests "direct"
@@ -66,14 +67,19 @@ type served struct {
 }
 
 // parentOf is the process an extension command started by a call of the
-// client process pid runs under: that client in-process, the daemon
-// otherwise.
+// client process pid runs under (through its supervisor, rukh-sandbox:
+// hostPID): that client in-process, the daemon otherwise.
 func (s *served) parentOf(client int) int {
 	if s.PID != 0 {
 		return s.PID
 	}
 	return client
 }
+
+// hostPID is a shell word for the process that runs a command: the
+// parent of its parent, the supervising rukh-sandbox; "unsupervised" when
+// the command's parent is not rukh-sandbox.
+const hostPID = `$(read -r _ _ _ pp _ < /proc/$PPID/stat; case $(readlink /proc/$PPID/exe) in */rukh-sandbox) echo $pp;; *) echo unsupervised;; esac)`
 
 // serve serves home, prepared by the test, until t ends. In daemon mode
 // it starts the built rukhd on home and waits until `rukh daemon status`
@@ -273,6 +279,11 @@ func hostBinaries(t testing.TB) (rukh, rukhd string) {
 			hostBins.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
 		}
+		// The enforcement helper beside them, as make build and the .deb
+		// install it: it supervises every call.
+		if hostBins.err = sandbox.Build(filepath.Join(hostBins.dir, "rukh-sandbox")); hostBins.err != nil {
+			return
+		}
 		// The id depends on how go build stamped them (GOFLAGS, VCS), so
 		// it is read from what was built, never assumed to be this test
 		// binary's own.
@@ -289,8 +300,8 @@ func hostBinaries(t testing.TB) (rukh, rukhd string) {
 	return filepath.Join(hostBins.dir, "rukh"), filepath.Join(hostBins.dir, "rukhd")
 }
 
-// cliInto puts the built rukh and rukhd (hard links to hostBinaries')
-// into dir, for a test that needs something beside them (rukh-sandbox),
+// cliInto puts the built rukh, rukhd and rukh-sandbox (hard links to
+// hostBinaries') into dir, for a test that changes what is beside them,
 // and returns rukh's path: the thin rukh runs rukhd beside it.
 func cliInto(t testing.TB, dir string) string {
 	t.Helper()
@@ -298,7 +309,7 @@ func cliInto(t testing.TB, dir string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, src := range []string{rukh, rukhd} {
+	for _, src := range []string{rukh, rukhd, filepath.Join(hostBins.dir, "rukh-sandbox")} {
 		dst := filepath.Join(dir, filepath.Base(src))
 		if err := os.Link(src, dst); err != nil {
 			data, rerr := os.ReadFile(src)

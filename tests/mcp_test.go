@@ -33,7 +33,7 @@ func TestMCPProcess(t *testing.T) {
 			return `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"%s"}}\n' "$RUKH_IPC_TOKEN" "` + text + `" >&3`
 		}
 		files := map[string]string{
-			"bin/quiet": "#!/bin/sh\n" + report("$PPID") + "\n",
+			"bin/quiet": "#!/bin/sh\n" + report(hostPID) + "\n",
 			"bin/noisy": "#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' '{'\nhead -c 3000000 /dev/zero >&2\n" + report("ok") + "\n",
 			"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.mcp","version":"1.0.0","publisher":"test","commands":[
 			{"id":"quiet","path":["quiet"],"summary":"Quiet","execute":{"mapping":"managed","program":"bin/quiet","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
@@ -127,7 +127,7 @@ func TestMCPSignalAndDiagnostics(t *testing.T) {
 			// 70,000 bytes of stdout in lines of 99 + newline, then a last
 			// line without a newline; two lines on stderr.
 			"bin/noisy": "#!/bin/sh\ni=0\nwhile [ $i -lt 700 ]; do printf '%099d\\n' $i; i=$((i+1)); done\nprintf 'tail'\necho warn1 >&2\necho warn2 >&2\n" + report + "\n",
-			"bin/slow":  "#!/bin/sh\necho $$ $PPID > " + pidFile + "\nsleep 120\n" + report + "\n",
+			"bin/slow":  "#!/bin/sh\necho $$ " + hostPID + " > " + pidFile + "\nsleep 120\n" + report + "\n",
 			"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.sig","version":"1.0.0","publisher":"test","commands":[
 			{"id":"noisy","path":["noisy"],"summary":"Noisy","execute":{"mapping":"managed","program":"bin/noisy","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
 			{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`,

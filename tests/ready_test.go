@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"golang.org/x/sys/unix"
 
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
@@ -67,33 +64,6 @@ func (r *readiness) wait(t *testing.T, what string, exited <-chan struct{}) {
 		r.c.SetReadDeadline(time.Now()) // ends the reader
 		<-ready
 		t.Fatalf("%s exited before it notified READY=1", what)
-	}
-}
-
-// exitOf waits up to bound for process pid (not necessarily this
-// process's child) to exit, on the event of its pidfd becoming readable
-// (pidfd_open(2)); an exited process not yet reaped counts as exited.
-func exitOf(pid int, bound time.Duration) error {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pidfd_open: %w", err)
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, int(bound/time.Millisecond))
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil:
-			return fmt.Errorf("poll its pidfd: %w", err)
-		case n == 0:
-			return fmt.Errorf("still running after %s", bound)
-		}
-		return nil
 	}
 }
 

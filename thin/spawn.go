@@ -37,11 +37,11 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 	}
 	ex := &exec.Cmd{Path: sp.Path, Args: sp.Args, Env: sp.Env, Dir: sp.Dir,
 		Stdin: files[0], Stdout: files[1], Stderr: files[2], ExtraFiles: files[3:]}
-	iso := spawn.Group
+	job := spawn.Job{Isolation: spawn.Group, Supervised: sp.Supervised}
 	if sp.Session {
-		iso = spawn.Session
+		job.Isolation = spawn.Session
 	}
-	p, err := spawn.Start(ex, iso)
+	p, err := spawn.Start(ex, job)
 	if err != nil {
 		fail(err)
 		return

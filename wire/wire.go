@@ -167,7 +167,10 @@ type Spawn struct {
 	Env     []string `cbor:"env"`
 	Dir     string   `cbor:"dir"`
 	Session bool     `cbor:"session,omitempty"` // a session of its own; else a group of its own, or the caller's job in its terminal's foreground
-	Files   int      `cbor:"files"`
+	// Supervised: Path is the enforcement helper, which supervises the
+	// command (spawn.Job).
+	Supervised bool `cbor:"supervised,omitempty"`
+	Files      int  `cbor:"files"`
 }
 
 // Spawned answers Spawn: the command runs as PID, and its pidfd comes

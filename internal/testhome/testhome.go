@@ -5,6 +5,8 @@ package testhome
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/extproto"
@@ -178,4 +183,31 @@ func DirNames(t testing.TB, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// ExitOf waits up to bound for process pid (not necessarily this
+// process's child) to exit, on the event of its pidfd becoming readable
+// (pidfd_open(2)); an exited process not yet reaped counts as exited.
+func ExitOf(pid int, bound time.Duration) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd_open: %w", err)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(bound/time.Millisecond))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return fmt.Errorf("poll its pidfd: %w", err)
+		case n == 0:
+			return fmt.Errorf("still running after %s", bound)
+		}
+		return nil
+	}
 }

@@ -1,12 +1,16 @@
 /*
- * rukh-sandbox applies a task's enforcement profile to itself, then execs
- * the command in its place (docs/adr/0004-containment.md). rukh starts it,
+ * rukh-sandbox starts a command under its task's enforcement profile and
+ * supervises it (docs/adr/0004-containment.md): it forks, the child applies
+ * the profile to itself and execs the command, and the helper stays as its
+ * parent and the subreaper of everything it starts, and kills all of that
+ * when the command exits or the host dies (supervise). rukh starts it,
  * never a person:
  *
  *   rukh-sandbox PROFILE [OPTION]... -- PROGRAM ARGV0 [ARG]...
  *   rukh-sandbox PROFILE [OPTION]... --probe
  *
- * PROFILE is restricted or strict. Options (sandbox.Spec.Args writes them):
+ * PROFILE is host, restricted or strict. Options (sandbox.Spec.Args writes
+ * them):
  *
  *   --report FD       report a failure on FD (made close-on-exec: the host
  *                     reads EOF once the command runs)
@@ -16,10 +20,11 @@
  *   --grant-ro PATH   strict: as --ro, for a path the call was granted:
  *   --grant-rw PATH   as --rw; PATH must lead through no symbolic link
  *                     (grant_fd)
- *   --probe           apply everything, then exit 0 instead of exec
+ *   --probe           apply everything, then exit 0 instead of forking
  *
- * restricted: the rlimits, no capabilities, no_new_privs and no typing
- * on a terminal (TIOCSTI, TIOCLINUX). strict: also no controlling
+ * host: nothing but the supervision. restricted: the rlimits, no
+ * capabilities, no_new_privs and no typing on a terminal (TIOCSTI,
+ * TIOCLINUX). strict: also no controlling
  * terminal, a Landlock domain (ABI 4: the paths above only, TCP bind and
  * connect denied; with ABI 6, signals and abstract sockets scoped to the
  * domain), and a seccomp filter: no network, because no socket of any
@@ -30,7 +35,7 @@
  * unavailable" and nothing runs: never weaker than asked.
  *
  * It is freestanding (no libc, raw system calls): it starts before every
- * restricted or strict command, and a static libc's own start-up costs
+ * command, and a static libc's own start-up costs
  * more than the whole budget of the helper.
  */
 #include <asm/ioctls.h>
@@ -346,7 +351,7 @@ static int parse_u64(const char *s, __u64 *out)
 }
 
 struct spec {
-	int strict, probe;
+	int host, strict, probe;
 	int nrlimits;
 	struct {
 		unsigned res;
@@ -385,11 +390,15 @@ static void parse(char **argv, struct spec *s)
 	}
 	if (streq(profile, "strict"))
 		s->strict = 1;
+	else if (streq(profile, "host"))
+		s->host = 1;
 	else if (!streq(profile, "restricted"))
 		bad_usage("unknown profile", profile);
 	for (argv++; *argv; argv++) {
 		char *opt = *argv;
 		if (streq(opt, "--rlimit") && argv[1] && argv[2]) {
+			if (s->host)
+				bad_usage("rlimits given to the host profile", 0);
 			if (s->nrlimits == MAX_RLIMITS)
 				bad_usage("too many rlimits", 0);
 			if (parse_u64(argv[1], &v) || v > 64)
@@ -418,6 +427,202 @@ static void parse(char **argv, struct spec *s)
 		}
 	}
 	bad_usage("no program to run", 0);
+}
+
+/* ---- supervision ---- */
+
+/* The helper stays as the command's parent and keeps track of everything
+ * the command starts (docs/adr/0004-containment.md): it is their child
+ * subreaper, so a descendant whose parent exits — after setsid(), with an
+ * empty environment, whatever it did — is reparented to it rather than
+ * to init, and it kills all of them when the command exits, when the host
+ * asks (SIGUSR1: the host's SIGKILL of the call), and when the host dies
+ * (its parent-death signal, SIGUSR1 too). Then it exits as the command
+ * did, so that the host sees the command's own status. */
+
+#define SIGKILL_ 9
+#define SIGUSR1_ 10
+#define SIGCHLD_ 17
+#define SIG_BLOCK_ 0
+#define SIG_UNBLOCK_ 1
+#define SIG_SETMASK_ 2
+#define PR_SET_PDEATHSIG_ 1
+#define PR_SET_CHILD_SUBREAPER_ 36
+#define WNOHANG_ 1
+#define WALL_ 0x40000000
+#define EINTR_ 4
+#define RLIMIT_CORE_ 4
+#define MAX_KIDS 1024
+#ifndef __NR_close_range
+#define __NR_close_range 436
+#endif
+
+static long self_pid, command_pid;
+static char kids_path[48];
+
+/* siginfo_t, up to the sender of a signal sent by kill(2). */
+struct siginfo_ {
+	int signo, errno_, code, pad;
+	int pid, uid;
+	char rest[128 - 24];
+};
+
+/* children lists up to max of this process's children (it has one
+ * thread), or returns a negative errno. */
+static int children(int *pids, int max)
+{
+	long fd = sys4(__NR_openat, AT_FDCWD_, kids_path, O_CLOEXEC_, 0);
+	if (fd < 0)
+		return (int)fd;
+	char buf[512];
+	int n = 0, have = 0, cur = 0;
+	long got;
+	while (n < max && (got = sys3(__NR_read, fd, buf, sizeof buf)) > 0) {
+		for (long i = 0; i < got && n < max; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				cur = cur * 10 + (buf[i] - '0');
+				have = 1;
+			} else if (have) {
+				pids[n++] = cur;
+				cur = have = 0;
+			}
+		}
+	}
+	if (have && n < max)
+		pids[n++] = cur;
+	sys1(__NR_close, fd);
+	return n;
+}
+
+/* kill_all kills and reaps every child, then the children they leave
+ * (reparented here), until none is left. A process killed cannot fork
+ * any more, so each round leaves only what was forked before it; the
+ * bound is for a kernel that keeps answering, never reached by a fork
+ * bomb under the task's process limit. */
+static void kill_all(void)
+{
+	static int pids[MAX_KIDS];
+	for (int round = 0; round < 65536; round++) {
+		int n = children(pids, MAX_KIDS);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++)
+			sys2(__NR_kill, pids[i], SIGKILL_);
+		for (int i = 0; i < n; i++)
+			while (sys4(__NR_wait4, pids[i], 0, WALL_, 0) == -EINTR_)
+				;
+	}
+}
+
+/* exit_as exits with the wait status ws: the code it exited with, or
+ * killed by the same signal (without a core). */
+static __attribute__((noreturn)) void exit_as(int ws)
+{
+	int sig = ws & 0x7f;
+	if (sig != 0) {
+		struct rlimit64_ none = {0, 0};
+		long dfl[4] = {0, 0, 0, 0}; /* SIG_DFL, no flags, whichever layout */
+		__u64 one = 1ULL << (sig - 1);
+		sys4(__NR_prlimit64, 0, RLIMIT_CORE_, &none, 0);
+		sys4(__NR_rt_sigaction, sig, dfl, 0, 8);
+		sys4(__NR_rt_sigprocmask, SIG_UNBLOCK_, &one, 0, 8);
+		sys2(__NR_kill, self_pid, sig);
+		ws = (128 + sig) << 8;
+	}
+	for (;;)
+		sys1(__NR_exit_group, (ws >> 8) & 0xff);
+}
+
+/* can_supervise makes this process the subreaper of what it starts and
+ * checks that it can list its children (a probe stops here). */
+static void can_supervise(void)
+{
+	self_pid = sys1(__NR_getpid, 0);
+	long r = sys5(__NR_prctl, PR_SET_CHILD_SUBREAPER_, 1, 0, 0, 0);
+	if (r < 0)
+		fail_sys("child subreaper", r);
+	size_t n = 0;
+	for (const char *p = "/proc/self/task/"; *p; p++)
+		kids_path[n++] = *p;
+	char digits[24];
+	int d = 0;
+	for (long v = self_pid; v > 0 && d < 24; v /= 10)
+		digits[d++] = (char)('0' + v % 10);
+	while (d > 0)
+		kids_path[n++] = digits[--d];
+	for (const char *p = "/children"; *p; p++)
+		kids_path[n++] = *p;
+	static int none[1];
+	r = children(none, 1);
+	if (r < 0)
+		fail_sys("list the processes it starts (/proc/self/task/PID/children)", r);
+}
+
+/* supervise forks the command and returns in it; the helper itself stays
+ * here, supervising, until the command and all it started are gone. */
+static void supervise(void)
+{
+	__u64 all = ~0ULL, old = 0;
+	long r = sys4(__NR_rt_sigprocmask, SIG_BLOCK_, &all, &old, 8);
+	if (r < 0)
+		fail_sys("block signals", r);
+	/* The host's parent-death signal was SIGKILL, which would leave the
+	 * command's descendants to init; it is this helper's to catch now. A
+	 * host that died before this line has killed it already, with
+	 * nothing started. */
+	r = sys5(__NR_prctl, PR_SET_PDEATHSIG_, SIGUSR1_, 0, 0, 0);
+	if (r < 0)
+		fail_sys("parent-death signal", r);
+	can_supervise();
+
+	long pid = sys5(__NR_clone, SIGCHLD_, 0, 0, 0, 0);
+	if (pid < 0)
+		fail_sys("fork", pid);
+	if (pid == 0) {
+		/* The command: it dies if the helper does, and takes the
+		 * signals its host gave it. */
+		sys5(__NR_prctl, PR_SET_PDEATHSIG_, SIGKILL_, 0, 0, 0);
+		if (sys1(__NR_getppid, 0) != self_pid)
+			for (;;)
+				sys1(__NR_exit_group, 1);
+		sys4(__NR_rt_sigprocmask, SIG_SETMASK_, &old, 0, 8);
+		return;
+	}
+	command_pid = pid;
+	/* Nothing of the call's stays open here: the host sees the end of
+	 * the command's output, channel and report when the command is gone. */
+	if (sys3(__NR_close_range, 0, ~0U, 0) < 0)
+		for (int fd = 0; fd < 1024; fd++)
+			sys1(__NR_close, fd);
+
+	/* A signal sent to the helper is for the command. In its own group
+	 * or session its host signals the whole group, which reaches the
+	 * command already; in the caller's job (the foreground of a
+	 * terminal) the host signals this helper alone, and it passes on
+	 * what any process sent it. The terminal's own signals (Ctrl-C,
+	 * Ctrl-Z: sent by the kernel) reach the whole job by themselves. */
+	int leads = sys1(__NR_getpgid, 0) == self_pid;
+	int exited = 0, status = 0;
+	for (;;) {
+		struct siginfo_ si;
+		long sig = sys4(__NR_rt_sigtimedwait, &all, &si, 0, 8);
+		if (sig == SIGCHLD_) {
+			int ws;
+			long p;
+			while ((p = sys4(__NR_wait4, -1, &ws, WNOHANG_ | WALL_, 0)) > 0)
+				if (p == command_pid)
+					exited = 1, status = ws;
+			if (exited)
+				break;
+		} else if (sig == SIGUSR1_) {
+			kill_all();
+			exit_as(SIGKILL_);
+		} else if (sig > 0 && si.code <= 0 && si.pid != self_pid && !leads) {
+			sys2(__NR_kill, command_pid, sig);
+		}
+	}
+	kill_all();
+	exit_as(status);
 }
 
 /* ---- applying it ---- */
@@ -823,9 +1028,25 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	long r;
 
 	parse(argv, &s);
-	/* The parent-death signal the host set (its fork checked that the
-	 * host still lived) holds: the kernel clears it when the uids change
-	 * or the capabilities grow, and here no namespace is entered, no uid
+	if (s.probe)
+		can_supervise();
+	else
+		supervise();
+	if (s.host) {
+		/* The host profile: the command as its host would start it. */
+		if (s.probe)
+			for (;;)
+				sys1(__NR_exit_group, 0);
+		r = sys3(__NR_execve, s.argv[0], s.argv + 1, envp);
+		put("exec ");
+		put(s.argv[0]);
+		put(": ");
+		put_err(r);
+		die();
+	}
+	/* The command's parent-death signal (supervise set it: it dies with
+	 * this helper) holds: the kernel clears it when the uids change or
+	 * the capabilities grow, and here no namespace is entered, no uid
 	 * changes and capabilities only shrink. */
 	if (s.strict)
 		leave_terminal();
