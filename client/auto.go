@@ -105,6 +105,12 @@ func isLocked(err error) bool {
 	return errors.As(err, &locked)
 }
 
+// WatchRevisions watches the store rukhd publishes in as much as any
+// other process: one watch serves either host.
+func (a *Auto) WatchRevisions(ctx context.Context) (<-chan uint64, error) {
+	return a.Local.WatchRevisions(ctx)
+}
+
 func (a *Auto) BindTask(ctx context.Context, task string) (string, error) {
 	return do(ctx, a, func(s *thin.Session) (string, error) {
 		m, err := s.Do(ctx, &wire.Msg{BindTask: &wire.BindTask{Task: task}}, nil, nil, nil)

@@ -121,6 +121,12 @@ func (l *Local) CheckStore(context.Context) error { return l.core.CheckStore() }
 // since when (invoke.Core.StoreWriteFailure); nil when they do not.
 func (l *Local) StoreWriteFailure() (since time.Time, err error) { return l.core.StoreWriteFailure() }
 
+// WatchRevisions reports the active revisions published after the call,
+// by any process (store.WatchRevisions).
+func (l *Local) WatchRevisions(ctx context.Context) (<-chan uint64, error) {
+	return store.WatchRevisions(ctx, l.admin.StorePath())
+}
+
 // ActiveRevision is the active revision's number (0 before the first).
 func (l *Local) ActiveRevision() (uint64, error) { return l.core.ActiveRevision() }
 

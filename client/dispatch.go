@@ -91,13 +91,35 @@ func (l *Local) dispatch(ctx context.Context, p *projection.Projection, tools []
 			r.Error = &wire.OpError{Code: OpNotRun, Message: "the call was cancelled before this op started; nothing ran"}
 			continue
 		}
-		l.runOp(ctx, p, visible, call.Task, o, r, opts)
+		opOpts := opts
 		if opts.OnProgress != nil {
-			done, total := int64(i+1), int64(len(ops))
-			opts.OnProgress(&wire.Progress{Message: fmt.Sprintf("op %d of %d (%s) done", done, total, o.name), Done: &done, Total: &total})
+			opOpts.OnProgress = opProgress(opts.OnProgress, i, len(ops), o.name)
+		}
+		l.runOp(ctx, p, visible, call.Task, o, r, opOpts)
+		if opts.OnProgress != nil {
+			done, total := float64(i+1), float64(len(ops))
+			opts.OnProgress(&wire.Progress{Message: fmt.Sprintf("op %d of %d (%s) done", i+1, len(ops), o.name), Done: &done, Total: &total})
 		}
 	}
 	return out, nil
+}
+
+// opProgress places the progress of op i (of n) in the batch's one
+// sequence, ops done over ops: the command's own done of total is a
+// fraction of its op, after the i ops before it; without a total, each
+// report brings it nearer the op's end without reaching it.
+func opProgress(report func(*wire.Progress), i, n int, name string) func(*wire.Progress) {
+	return func(pr *wire.Progress) {
+		var frac float64
+		switch {
+		case pr.Done != nil && pr.Total != nil && *pr.Total > 0:
+			frac = min(max(*pr.Done / *pr.Total, 0), 1)
+		case pr.Done != nil && *pr.Done > 0:
+			frac = *pr.Done / (*pr.Done + 1)
+		}
+		done, total := float64(i)+frac, float64(n)
+		report(&wire.Progress{Message: fmt.Sprintf("op %d of %d (%s): %s", i+1, n, name, pr.Message), Done: &done, Total: &total})
+	}
 }
 
 // runOp runs one op into r.

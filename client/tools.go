@@ -179,9 +179,11 @@ func cursorMAC(key, head []byte, task string) []byte {
 }
 
 // errUnknownTool is the one answer for unknown, obsolete and invisible
-// names alike, so it reveals nothing about hidden tools.
+// names alike, so it reveals nothing about hidden tools; it says what a
+// client that listed before the owner's last change must do.
 func errUnknownTool(name string) error {
-	return wire.Errorf(wire.CodeUnknownTool, "unknown tool %q", name)
+	return wire.Errorf(wire.CodeUnknownTool, "unknown tool %q: tool names change with every change the owner makes "+
+		"to the profile or the installed releases; list the tools again (tools/list) and call a name from that list", name)
 }
 
 func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
@@ -227,7 +229,7 @@ func (l *Local) callTool(ctx context.Context, p *projection.Projection, tool *pr
 	}
 	if opts.OnProgress != nil {
 		r.OnProgress = func(pr extproto.Progress) {
-			opts.OnProgress(&wire.Progress{Message: pr.Message, Done: pr.Done, Total: pr.Total})
+			opts.OnProgress(&wire.Progress{Message: pr.Message, Done: asFloat(pr.Done), Total: asFloat(pr.Total)})
 		}
 	}
 	if call.Detach {
@@ -244,4 +246,12 @@ func contains(tools []*projection.Tool, t *projection.Tool) bool {
 		}
 	}
 	return false
+}
+
+func asFloat(n *int64) *float64 {
+	if n == nil {
+		return nil
+	}
+	f := float64(*n)
+	return &f
 }

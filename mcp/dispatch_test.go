@@ -46,7 +46,10 @@ func dispatchHome(t *testing.T) (string, *admin.Admin) {
 	}
 	env := `{"id":"env","type":"string","enum":["stage","prod"],"required":true}`
 	testhome.WriteFiles(t, filepath.Join(dir, "ops"), map[string]string{
+		// status reports its progress, 1 to 3 of 3, and then (wrongly) 1
+		// again.
 		"bin/status": "#!/bin/sh\nIFS= read -r frame <&3\n" +
+			"for i in 1 2 3 1; do printf '{\"type\":\"progress\",\"message\":\"step %d\",\"done\":%d,\"total\":3}\\n' $i $i >&3; done\n" +
 			`env=$(printf '%s' "$frame" | sed -n 's/.*"env":{"value":"\([a-z]*\)".*/\1/p')` + "\n" +
 			`printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"structured","data":{"env":"%s"}}}\n' "$RUKH_IPC_TOKEN" "$env" >&3` + "\n",
 		"bin/deploy": text("deployed"),
@@ -462,8 +465,12 @@ func TestDispatchDetachAndWait(t *testing.T) {
 	}
 }
 
-// TestDispatchProgress: with a progressToken, a batch reports each op as
-// it is done ("op i of n (op) done", progress i of total n), in order.
+// TestDispatchProgress: with a progressToken, a batch reports one
+// sequence, ops done over ops, with each command's own progress a
+// fraction of its op ("op i of n (op): its message"), and each op as it
+// is done ("op i of n (op) done"); the progress never goes back, and a
+// report that would not increase it (the command's own going back, its
+// op's end once the command reached it) is not sent.
 func TestDispatchProgress(t *testing.T) {
 	dir, _ := dispatchHome(t)
 	ctx := context.Background()
@@ -493,7 +500,12 @@ func TestDispatchProgress(t *testing.T) {
 	if _, err := cs.CallTool(ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"1/2 op 1 of 2 (test.ops/status) done", "2/2 op 2 of 2 (test.ops/fail) done"}
+	want := []string{
+		"0.3333333333333333/2 op 1 of 2 (test.ops/status): step 1",
+		"0.6666666666666666/2 op 1 of 2 (test.ops/status): step 2",
+		"1/2 op 1 of 2 (test.ops/status): step 3",
+		"2/2 op 2 of 2 (test.ops/fail) done",
+	}
 	// Notifications may trail the answer by a moment; wait for them by
 	// steps, not by a clock budget.
 	for range 200 {

@@ -64,20 +64,56 @@ type Server struct {
 	a *adapter
 }
 
-// NewServer returns a Server for opts.
+// NewServer returns a Server for opts. It advertises tools.listChanged
+// when it can watch the store for new revisions, and then tells its
+// sessions of each one (notifyRevisions).
 func NewServer(opts Options) *Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-		Logger:       opts.Logger,
-	})
 	life, stop := context.WithCancel(context.Background())
 	a := &adapter{opts: opts, life: life, stop: stop}
+	revisions, err := opts.Host.WatchRevisions(life)
+	if err != nil && opts.Logger != nil {
+		opts.Logger.Warn("clients will not be told when the owner changes the tools: "+err.Error(), "listChanged", false)
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: err == nil}},
+		Logger:       opts.Logger,
+	})
 	if opts.Diagnostics != nil {
 		a.log = newLogQueue(opts.Diagnostics)
 		a.diag = a.log
 	}
 	s.AddReceivingMiddleware(a.middleware)
-	return &Server{Server: s, a: a}
+	srv := &Server{Server: s, a: a}
+	if err == nil {
+		go srv.notifyRevisions(revisions)
+	}
+	return srv
+}
+
+// notifyRevisions tells every session that the tool list changed, once
+// for each revision reported (a burst within the SDK's debounce is one
+// notification). The SDK sends notifications/tools/list_changed only for
+// changes to its own registry, by the rules of each session's protocol
+// version (on 2026-07-28, to sessions that asked with
+// subscriptions/listen, stamped with that request's id): this server's
+// tools never live in that registry (the middleware answers tools/list
+// and tools/call), so a revision adds and removes a placeholder there,
+// which no request ever reaches (docs/adr/0010-tools-list-changed.md).
+// The notification carries no tool data: each session lists again, and
+// sees what its own binding may see.
+func (s *Server) notifyRevisions(revisions <-chan uint64) {
+	for range revisions {
+		s.Server.AddTool(&sdk.Tool{Name: revisionPlaceholder, InputSchema: json.RawMessage(`{"type":"object"}`)}, placeholderHandler)
+		s.Server.RemoveTools(revisionPlaceholder)
+	}
+}
+
+// revisionPlaceholder names the placeholder of notifyRevisions; it is
+// never listed or called (the middleware answers both).
+const revisionPlaceholder = "rukh-revision-changed"
+
+func placeholderHandler(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return nil, errors.New("the revision placeholder is never called")
 }
 
 // Connect serves one session on t, like the SDK's Connect, through the
@@ -455,15 +491,12 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	opts := seam.CallOptions{Diagnostics: a.diag, CancelReason: a.cancelReason}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		call.Progress = true
+		var gate progressGate
 		opts.OnProgress = func(pr *wire.Progress) {
-			n := &sdk.ProgressNotificationParams{ProgressToken: token, Message: pr.Message}
-			if pr.Done != nil {
-				n.Progress = float64(*pr.Done)
+			if n, ok := gate.next(pr); ok {
+				n.ProgressToken = token
+				req.Session.NotifyProgress(ctx, n)
 			}
-			if pr.Total != nil {
-				n.Total = float64(*pr.Total)
-			}
-			req.Session.NotifyProgress(ctx, n)
 		}
 	}
 	out, err := a.opts.Host.CallTool(ctx, call, opts)
@@ -482,6 +515,35 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 		a.opts.Logger.Error("recording the outcome failed", "invocation", out.InvocationID, "error", out.RecordError)
 	}
 	return result(out, newProtocol(req.Params.Meta)), nil
+}
+
+// progressGate keeps one call's progress notifications as MCP requires:
+// the progress value increases with each one and never exceeds the total.
+// A report that would not increase it (a command that went back, a
+// message without a count after the first) is not sent; one beyond its
+// total is sent at the total.
+type progressGate struct {
+	mu   sync.Mutex
+	sent bool
+	last float64
+}
+
+func (g *progressGate) next(pr *wire.Progress) (*sdk.ProgressNotificationParams, bool) {
+	n := &sdk.ProgressNotificationParams{Message: pr.Message}
+	if pr.Done != nil {
+		n.Progress = *pr.Done
+	}
+	if pr.Total != nil && *pr.Total > 0 {
+		n.Total = *pr.Total
+		n.Progress = min(n.Progress, n.Total)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sent && n.Progress <= g.last || n.Progress < 0 {
+		return nil, false
+	}
+	g.sent, g.last = true, n.Progress
+	return n, true
 }
 
 // newProtocol reports whether a request follows protocol 2026-07-28 or

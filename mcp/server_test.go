@@ -195,8 +195,10 @@ func TestStaleNamesAndCursors(t *testing.T) {
 	apply(t, a, "test.*/*", "other") // a new revision: every name changes
 	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[0]})
 	stale := fmt.Sprint(err)
-	if !strings.Contains(stale, "unknown tool") {
-		t.Fatalf("a stale name: %v", err)
+	// It says what to do: the names it listed are another revision's.
+	if want := `unknown tool "` + names[0] + `": tool names change with every change the owner makes to the profile or the installed releases; ` +
+		`list the tools again (tools/list) and call a name from that list`; !strings.HasSuffix(stale, want) {
+		t.Fatalf("a stale name: %v, want %q", err, want)
 	}
 	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "nosuch__tool"})
 	if unknown := fmt.Sprint(err); strings.ReplaceAll(unknown, "nosuch__tool", names[0]) != stale {
@@ -211,6 +213,10 @@ func TestStaleNamesAndCursors(t *testing.T) {
 	now, _ := listAll(t, cs)
 	if len(now) != 0 {
 		t.Errorf("the agent task sees %d tools it may not run", len(now))
+	}
+	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[1]})
+	if invisible := fmt.Sprint(err); strings.ReplaceAll(invisible, names[1], names[0]) != stale {
+		t.Errorf("invisible and stale names differ:\n%s\n%s", invisible, stale)
 	}
 }
 

@@ -32,6 +32,12 @@ type ToolHost interface {
 	// ctx ending ends the observation only. A request out of bounds is
 	// invalid_argument. docs/adr/0005-detached-runs-and-waits.md.
 	WaitInvocations(ctx context.Context, task string, ids []string, timeout time.Duration) (*wire.WaitResult, error)
+	// WatchRevisions reports the number of each active revision published
+	// after the call, whoever published it, until ctx ends (then it
+	// closes the channel); a burst may be reported as its newest. A
+	// revision changes the tools' names (I7): a presentation tells its
+	// clients to list them again.
+	WatchRevisions(ctx context.Context) (<-chan uint64, error)
 }
 
 // CallOptions are a call's ties to its presentation.

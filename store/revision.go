@@ -205,6 +205,7 @@ func (tx *Tx) PublishRevision(r *Revision) (uint64, error) {
 		return 0, err
 	}
 	r.Number, r.Created = n, created
+	tx.tx.OnCommit(func() { tx.s.announce(n) })
 	return n, nil
 }
 

@@ -249,7 +249,8 @@ func TestInspectorCLI(t *testing.T) {
 					name := tools["Echo"]
 					r := inspect(t, []string{"RELAY_RUKH=" + rukh, "RELAY_DIR=" + wire, "RELAY_PROFILE=" + next}, []string{relay},
 						"--method", "tools/call", "--tool-name", name)
-					want := `unknown tool "` + name + `"`
+					want := `unknown tool "` + name + `": tool names change with every change the owner makes to the profile or the installed releases; ` +
+						`list the tools again (tools/list) and call a name from that list`
 					r.failed(t, 1, "error", want)
 					w := readWire(t, wire)
 					w.checkVersion(t, p.version)

@@ -263,11 +263,13 @@ type Started struct {
 	InvocationID string `cbor:"invocationId"`
 }
 
-// Progress is a command's progress report.
+// Progress is a call's progress report: Done of Total, in the command's
+// own units, or for a batch of the dispatch tool in ops (a command's
+// progress a fraction of its op's).
 type Progress struct {
-	Message string `cbor:"message"`
-	Done    *int64 `cbor:"done,omitempty"`
-	Total   *int64 `cbor:"total,omitempty"`
+	Message string   `cbor:"message"`
+	Done    *float64 `cbor:"done,omitempty"`
+	Total   *float64 `cbor:"total,omitempty"`
 }
 
 // Diag is one line of the diagnostics log, newline included.

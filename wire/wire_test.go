@@ -19,7 +19,7 @@ func frame(body []byte) []byte {
 }
 
 func TestRoundTrip(t *testing.T) {
-	done := int64(2)
+	done := 2.5
 	for _, m := range []*Msg{
 		{Hello: &Hello{Protocol: ProtocolVersion, Build: "b", Name: "rukh", PID: 7}},
 		{Exec: &Exec{Args: []string{"deploy", "status", "--env", "stage"}, Dir: "/tmp", Env: []string{"A=b"}}},
