@@ -11,6 +11,7 @@ import (
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/mcp"
 	"github.com/rukh-cli/rukh/mcp/guard"
+	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/wire"
 	"github.com/spf13/cobra"
 )
@@ -62,7 +63,7 @@ command diagnostics go to stderr or --log-file.`,
 				return err
 			default:
 				binding.Task = bound
-				fmt.Fprintf(logw, "%s mcp: serving the tools of task %q on stdio\n", f.Name, bound)
+				serving(cmd.Context(), f, logw, h, bound)
 			}
 			logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := mcp.NewServer(mcp.Options{
@@ -81,4 +82,25 @@ command diagnostics go to stderr or --log-file.`,
 	cmd.Flags().StringVar(&task, "task", "", "the task preset every call runs under (default: the profile's mcp.task)")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write logs and command diagnostics here instead of stderr")
 	return cmd
+}
+
+// serving says on the log what `rukh mcp` serves: the home, the task,
+// the projection and how many tools and commands, with a warning when
+// that is none (an agent's client would show an empty server, silently).
+func serving(ctx context.Context, f *Factory, logw io.Writer, h seam.ToolHost, task string) {
+	home := "?"
+	if p, err := f.Paths(); err == nil {
+		home = p.Data
+	}
+	page, err := h.ListTools(ctx, task, "")
+	if err != nil {
+		fmt.Fprintf(logw, "%s mcp: serving task %q of %s on stdio; listing its tools failed: %v\n", f.Name, task, home, err)
+		return
+	}
+	fmt.Fprintf(logw, "%s mcp: serving task %q of %s on stdio: %d tool%s for %d command%s (projection %s, revision %d)\n",
+		f.Name, task, home, page.Total, plural(page.Total), page.Commands, plural(page.Commands), page.Projection, page.Revision)
+	if page.Commands == 0 {
+		fmt.Fprintf(logw, "%s mcp: warning: task %q sees no command: the profile's mcp.expose names none it may run, or %s is not the home you meant "+
+			"(set %s for the client as for your shell); see `%s tools`\n", f.Name, task, home, f.HomeEnv, f.Name)
+	}
 }

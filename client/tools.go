@@ -98,6 +98,7 @@ func (l *Local) ListTools(ctx context.Context, task, cursor string) (*wire.ToolP
 	if err != nil {
 		return nil, err
 	}
+	commands := len(tools)
 	if prof.MCPProjection() == profile.ProjectionDispatch {
 		// One tool, whatever the task sees (docs/adr/0006-dispatch-projection.md).
 		tools = []*projection.Tool{p.DispatchTool()}
@@ -115,7 +116,7 @@ func (l *Local) ListTools(ctx context.Context, task, cursor string) (*wire.ToolP
 		}
 		start = pos
 	}
-	page := &wire.ToolPage{Revision: p.Revision, Tools: []*wire.Tool{}}
+	page := &wire.ToolPage{Revision: p.Revision, Tools: []*wire.Tool{}, Total: len(tools), Commands: commands, Projection: prof.MCPProjection()}
 	size := 0
 	end := start
 	for ; end < len(tools) && end-start < PageTools; end++ {

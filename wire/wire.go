@@ -215,6 +215,12 @@ type ToolPage struct {
 	Revision   uint64  `cbor:"revision"`
 	Tools      []*Tool `cbor:"tools"`
 	NextCursor string  `cbor:"nextCursor"`
+	// Of the whole list: how many tools, how many commands the task
+	// sees through them (more than one per tool under the dispatch
+	// projection), and the projection's name.
+	Total      int    `cbor:"total"`
+	Commands   int    `cbor:"commands"`
+	Projection string `cbor:"projection"`
 }
 
 // Tool is one MCP tool as listed.

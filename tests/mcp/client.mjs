@@ -67,7 +67,21 @@ async function connect() {
   });
   const received = [];
   transport.onmessage = (message) => received.push(message); // Protocol.connect chains this
-  const client = new Client({ name: 'rukh-ts-test', version: '1.0.0' });
+  // Every tools/list_changed the server sends, and the list the SDK
+  // fetched on it (listChanged.tools.autoRefresh).
+  const changes = [];
+  let onChange = () => {};
+  const client = new Client({ name: 'rukh-ts-test', version: '1.0.0' }, {
+    listChanged: {
+      tools: {
+        debounceMs: 0,
+        onChanged: (error, tools) => {
+          changes.push({ error: error ? String(error) : null, tools: tools ?? [] });
+          onChange();
+        },
+      },
+    },
+  });
   const errors = [];
   client.onerror = (err) => errors.push(String(err?.message ?? err));
   await client.connect(transport);
@@ -77,6 +91,22 @@ async function connect() {
     received,
     errors,
     protocolVersion: init?.result.protocolVersion,
+    capabilities: init?.result.capabilities,
+    changes,
+    // changed resolves once n notifications were handled.
+    changed(n, ms) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Failure(`no tools/list_changed within ${ms} ms (got ${changes.length})`)), ms);
+        const check = () => {
+          if (changes.length >= n) {
+            clearTimeout(timer);
+            resolve(changes[n - 1]);
+          }
+        };
+        onChange = check;
+        check();
+      });
+    },
     stderr: () => stderr,
     async close() {
       await client.close();
@@ -357,8 +387,17 @@ const scenarios = {
     const before = await listAll(s);
     const echo = byTitle(before.tools, 'Echo');
     expectSucceeded(await s.client.callTool({ name: echo.name }), 'echo before the change');
+    expect(s.capabilities?.tools?.listChanged === true, 'the server does not advertise tools.listChanged', s.capabilities);
+    expect(s.changes.length === 0, 'tools/list_changed before any change', s.changes);
     rukh('profile', 'apply', '-f', env('RUKH_NEXT_PROFILE'));
+    // Another process published a revision: the server says so, and the
+    // SDK lists again on its own (the first page: 32 tools, renamed).
+    const change = await s.changed(1, 10_000);
+    expect(change.error === null, 'refreshing the list on tools/list_changed failed', change);
+    const oldNames = new Set(before.tools.map((t) => t.name));
+    expect(change.tools.length === PAGE_TOOLS && change.tools.every((t) => !oldNames.has(t.name)), 'the refreshed list after tools/list_changed', change.tools.map((t) => t.name));
     const stale = await expectUnknownTool(s.client.callTool({ name: echo.name }), echo.name, 'a stale name');
+    expect(stale.includes('list the tools again (tools/list)'), 'the unknown-tool error does not say to list the tools again', stale);
     const fake = 'nosuch__0123456789abcdef';
     const unknown = await expectUnknownTool(s.client.callTool({ name: fake }), fake, 'an unknown name');
     expect(unknown.replace(fake, echo.name) === stale, 'a stale name and an unknown name get different errors', { stale, unknown });
@@ -369,7 +408,8 @@ const scenarios = {
     expect(after.tools.every((t) => !old.has(t.name)), 'a tool kept its name across the change');
     const echo2 = byTitle(after.tools, 'Echo');
     expectSucceeded(await s.client.callTool({ name: echo2.name, arguments: { word: 'salut' } }), 'echo after the change');
-    return { stale, renamed: [echo.name, echo2.name] };
+    expect(s.changes.length === 1, 'more than one tools/list_changed for one revision', s.changes.length);
+    return { stale, renamed: [echo.name, echo2.name], listChanged: s.changes.length };
   },
 
   // The dispatch projection: one tool; help; a read op; a fingerprinted
