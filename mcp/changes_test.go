@@ -2,14 +2,11 @@ package mcp_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/rukh-cli/rukh/client"
-	"github.com/rukh-cli/rukh/mcp"
 )
 
 // changedHang bounds a wait for a notification: a hang guard, never a
@@ -20,23 +17,10 @@ const changedHang = 15 * time.Second
 // version; each notification is sent on the channel it returns.
 func connectNotified(t *testing.T, dir, version string) (*sdk.ClientSession, <-chan struct{}) {
 	t.Helper()
-	ctx := context.Background()
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
-	st, ct := sdk.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
 	changed := make(chan struct{}, 16)
-	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+	cs := connectWith(t, dir, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
-	})
-	cs, err := c.Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if got := cs.InitializeResult().ProtocolVersion; got != version {
 		t.Fatalf("negotiated %s, want %s", got, version)
 	}

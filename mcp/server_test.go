@@ -67,6 +67,12 @@ func write(t *testing.T, name, content string, mode os.FileMode) {
 // client, which speaks the 2026-07-28 protocol.
 func connect(t *testing.T, dir string) *sdk.ClientSession {
 	t.Helper()
+	return connectWith(t, dir, nil, nil)
+}
+
+// connectWith is connect with the client's and its session's options.
+func connectWith(t *testing.T, dir string, opts *sdk.ClientOptions, sessOpts *sdk.ClientSessionOptions) *sdk.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
 	st, ct := sdk.NewInMemoryTransports()
@@ -75,7 +81,7 @@ func connect(t *testing.T, dir string) *sdk.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, sessOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1020,6 +1020,20 @@ static void check_filter(void)
 	sys1(__NR_close, sv[1]);
 }
 
+/* run execs the command once the profile is applied, or ends a probe. */
+static __attribute__((noreturn)) void run(struct spec *s, char **envp)
+{
+	if (s->probe)
+		for (;;)
+			sys1(__NR_exit_group, 0);
+	long r = sys3(__NR_execve, s->argv[0], s->argv + 1, envp);
+	put("exec ");
+	put(s->argv[0]);
+	put(": ");
+	put_err(r);
+	die();
+}
+
 __attribute__((noreturn, used)) void helper_main(long *sp)
 {
 	char **argv = (char **)(sp + 1);
@@ -1032,18 +1046,8 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 		can_supervise();
 	else
 		supervise();
-	if (s.host) {
-		/* The host profile: the command as its host would start it. */
-		if (s.probe)
-			for (;;)
-				sys1(__NR_exit_group, 0);
-		r = sys3(__NR_execve, s.argv[0], s.argv + 1, envp);
-		put("exec ");
-		put(s.argv[0]);
-		put(": ");
-		put_err(r);
-		die();
-	}
+	if (s.host) /* the command as its host would start it */
+		run(&s, envp);
 	/* The command's parent-death signal (supervise set it: it dies with
 	 * this helper) holds: the kernel clears it when the uids change or
 	 * the capabilities grow, and here no namespace is entered, no uid
@@ -1076,13 +1080,5 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 			die();
 		}
 	}
-	if (s.probe)
-		for (;;)
-			sys1(__NR_exit_group, 0);
-	r = sys3(__NR_execve, s.argv[0], s.argv + 1, envp);
-	put("exec ");
-	put(s.argv[0]);
-	put(": ");
-	put_err(r);
-	die();
+	run(&s, envp);
 }
