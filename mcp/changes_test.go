@@ -6,7 +6,6 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 )
 
 // changedHang bounds a wait for a notification: a hang guard, never a
