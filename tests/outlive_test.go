@@ -53,6 +53,20 @@ func newOutlive(t *testing.T) *outlive {
 	return o
 }
 
+// mcp starts `rukh mcp` on the home with a go-sdk client, closed when t
+// ends, and lists its tools by title.
+func (o *outlive) mcp(t *testing.T, ctx context.Context, rukh string) (*exec.Cmd, *sdk.ClientSession, map[string]string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, rukh, "mcp")
+	cmd.Env = o.env
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cmd, cs, toolNames(t, ctx, cs)
+}
+
 // escaped reads the pid the command named wrote, waiting for the file,
 // and removes the file for the next call.
 func (o *outlive) escaped(t *testing.T, name string) int {
@@ -100,14 +114,7 @@ func TestNothingOutlivesItsCall(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
 		defer cancel()
-		mcp := exec.CommandContext(ctx, h.Rukh, "mcp")
-		mcp.Env = o.env
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: mcp}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
-		names := toolNames(t, ctx, cs)
+		mcp, cs, names := o.mcp(t, ctx, h.Rukh)
 		if r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: names["Escape"]}); err != nil || r.IsError {
 			t.Fatalf("escape over MCP: %v %+v", err, r)
 		}
@@ -147,14 +154,7 @@ func TestNothingOutlivesRukhd(t *testing.T) {
 	d, exited := startReadyDaemon(t, o.env, nil, rukhd)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
 	defer cancel()
-	mcp := exec.CommandContext(ctx, rukh, "mcp")
-	mcp.Env = o.env
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: mcp}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	names := toolNames(t, ctx, cs)
+	_, cs, names := o.mcp(t, ctx, rukh)
 	called := make(chan error, 1)
 	go func() {
 		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: names["Hold"]})
