@@ -79,6 +79,7 @@ command diagnostics go to stderr or --log-file.`,
 			return srv.Run(cmd.Context(), guard.Stdio(f.IO.In, f.IO.Out, guard.DefaultLimits(), logger))
 		},
 	}
+	cmd.AddCommand(newMCPConfigCmd(f))
 	cmd.Flags().StringVar(&task, "task", "", "the task preset every call runs under (default: the profile's mcp.task)")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write logs and command diagnostics here instead of stderr")
 	return cmd
