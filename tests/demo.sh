@@ -66,10 +66,10 @@ step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent","tim
 
 # The owner can present the same commands as one dispatch tool (the agent
 # reads the catalog on demand and names commands as ops), and keep
-# destructive commands for a person's approval at a terminal.
-step rukh profile apply -f examples/profile-dispatch.json
+# destructive commands for a person's approval at a terminal. An agent
+# that stays connected is told the tools changed, and lists them again.
+step "$RUKH_HOME/mcpdemo" --then-apply examples/profile-dispatch.json "$PWD/bin/rukh" acme.greet/hello '{"name":"agent","times":1}'
 step rukh tools
-step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent","times":1}'
 printf '\n\033[1m$ rukh deploy rollback api --env stage\033[0m   (kept for approval, exit status 77)\n'
 if rukh deploy rollback api --env stage; then
 	echo "the destructive command ran without approval" >&2

@@ -4,7 +4,12 @@
 // what an agent sees. Under the dispatch projection (one tool, named
 // request__…) it asks for help, then runs the command as one op.
 //
-//	go run ./tests/mcpdemo RUKH_BINARY TOOL_IDENTITY ARGUMENTS_JSON
+// With --then-apply PROFILE, it then has the owner apply PROFILE (`rukh
+// profile apply -f`, another process), waits until the server says the
+// tool list changed (notifications/tools/list_changed), and lists and
+// calls again: what an agent that stays connected sees.
+//
+//	go run ./tests/mcpdemo [--then-apply PROFILE] RUKH_BINARY TOOL_IDENTITY ARGUMENTS_JSON
 package main
 
 import (
@@ -20,26 +25,60 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: mcpdemo RUKH_BINARY TOOL_IDENTITY ARGUMENTS_JSON")
+	args := os.Args[1:]
+	profile := ""
+	if len(args) > 1 && args[0] == "--then-apply" {
+		profile, args = args[1], args[2:]
+	}
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: mcpdemo [--then-apply PROFILE] RUKH_BINARY TOOL_IDENTITY ARGUMENTS_JSON")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2], os.Args[3]); err != nil {
+	if err := run(args[0], args[1], args[2], profile); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpdemo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rukh, identity, args string) error {
+func run(rukh, identity, args, profile string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.Command(rukh, "mcp")
 	cmd.Stderr = os.Stderr
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "mcpdemo", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	changed := make(chan struct{}, 1)
+	client := sdk.NewClient(&sdk.Implementation{Name: "mcpdemo", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		return err
 	}
 	defer cs.Close()
+	if err := listAndCall(ctx, cs, identity, args); err != nil || profile == "" {
+		return err
+	}
+	fmt.Printf("\n(the owner, in another process: %s profile apply -f %s)\n", rukh, profile)
+	apply := exec.Command(rukh, "profile", "apply", "-f", profile)
+	apply.Stdout, apply.Stderr = os.Stdout, os.Stderr
+	if err := apply.Run(); err != nil {
+		return err
+	}
+	select {
+	case <-changed:
+		fmt.Println("\nnotifications/tools/list_changed: the tool names changed; listing again")
+	case <-ctx.Done():
+		return fmt.Errorf("the server never said the tool list changed")
+	}
+	return listAndCall(ctx, cs, identity, args)
+}
+
+// listAndCall lists every page and calls the tool of identity.
+func listAndCall(ctx context.Context, cs *sdk.ClientSession, identity, args string) error {
 	var name, dispatch string
 	cursor := ""
 	for {
