@@ -2,10 +2,17 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/mcp"
 )
 
 // changedHang bounds a wait for a notification: a hang guard, never a
@@ -68,5 +75,98 @@ func TestToolsListChanged(t *testing.T) {
 				t.Errorf("%d more notifications for two revisions", n)
 			}
 		})
+	}
+}
+
+// recorder is a client transport that keeps every method the server
+// sent on it.
+type recorder struct {
+	sdk.Transport
+	mu      sync.Mutex
+	methods []string
+}
+
+func (r *recorder) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := r.Transport.Connect(ctx)
+	return &recordingConn{Connection: c, r: r}, err
+}
+
+func (r *recorder) count(method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.methods {
+		if m == method {
+			n++
+		}
+	}
+	return n
+}
+
+type recordingConn struct {
+	sdk.Connection
+	r *recorder
+}
+
+func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if req, ok := m.(*jsonrpc.Request); ok {
+		c.r.mu.Lock()
+		c.r.methods = append(c.r.methods, req.Method)
+		c.r.mu.Unlock()
+	}
+	return m, err
+}
+
+// The notification goes only where the protocol lets it: a 2026-07-28
+// session that did not subscribe (subscriptions/listen) gets none; a
+// 2025-11-25 session gets one per revision at most, and a burst of
+// revisions may come as one. Three sessions of one server: the
+// subscribed one's notification orders the others' (the SDK writes to
+// sessions of older versions first), and a ping on each then orders
+// anything written to it before.
+func TestToolsListChangedOnlyWhereAllowed(t *testing.T) {
+	dir, a := home(t, 2, "test.*/*")
+	ctx := context.Background()
+	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	session := func(version string, opts *sdk.ClientOptions) (*sdk.ClientSession, *recorder) {
+		st, ct := sdk.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		rec := &recorder{Transport: ct}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, rec, &sdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs, rec
+	}
+	quiet, quietRec := session("2026-07-28", nil) // no handler: it does not subscribe
+	legacy, legacyRec := session("2025-11-25", nil)
+	changed := make(chan struct{}, 16)
+	session("2026-07-28", &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }})
+
+	const revisions = 3
+	for i := range revisions {
+		apply(t, a, "test.*/*", fmt.Sprintf("burst%d", i))
+	}
+	select {
+	case <-changed:
+	case <-time.After(changedHang):
+		t.Fatalf("the subscribed session was not told within %s", changedHang)
+	}
+	for _, cs := range []*sdk.ClientSession{quiet, legacy} {
+		if err := cs.Ping(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := quietRec.count("notifications/tools/list_changed"); n != 0 {
+		t.Errorf("a 2026-07-28 session that did not subscribe got %d notifications", n)
+	}
+	if n := legacyRec.count("notifications/tools/list_changed"); n < 1 || n > revisions {
+		t.Errorf("the 2025-11-25 session got %d notifications for %d revisions, want 1 to %d", n, revisions, revisions)
 	}
 }
