@@ -72,8 +72,15 @@ func TestTypeScriptClient(t *testing.T) {
 				if sc == "dispatch" {
 					// The same release under the dispatch projection.
 					home = tsHome(t, filepath.Join(dir, "home-dispatch"), rel)
-					testhome.Apply(t, admin.New(filepath.Join(home, "data")), strings.Replace(strings.Replace(tsProfile, "NAMESPACE", "ts", 1),
-						`"task":"agent"}`, `"task":"agent","projection":"dispatch"}`, 1))
+					dispatch := func(ns string) string {
+						return strings.Replace(strings.Replace(tsProfile, "NAMESPACE", ns, 1), `"task":"agent"}`, `"task":"agent","projection":"dispatch"}`, 1)
+					}
+					testhome.Apply(t, admin.New(filepath.Join(home, "data")), dispatch("ts"))
+					renamed := filepath.Join(dir, "next-dispatch.json")
+					if err := os.WriteFile(renamed, []byte(dispatch("renamed")), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					env = append(env, "RUKH_NEXT_PROFILE="+renamed)
 					h.serve(t, home)
 				}
 				if sc == "stale" {

@@ -442,7 +442,15 @@ const scenarios = {
     const waited = (await call({ ops: [{ op: 'invocations.wait', args: { ids: [id], timeoutMs: 20000 } }] })).ans;
     const w = waited.results[0].wait;
     expect(w.allTerminal === true && w.entries[0].outcome === 'succeeded', 'wait on the detached run', waited);
-    return { helpLines: help.commands.length, batch: batch.results.map((r) => ({ ok: r.ok, op: r.op, outcome: r.outcome, reason: r.reason })), wait: { allTerminal: w.allTerminal, outcome: w.entries[0].outcome } };
+    // The owner renames the endpoint (another process): the one tool's
+    // name changes, the server says so, and the refreshed name works.
+    rukh('profile', 'apply', '-f', env('RUKH_NEXT_PROFILE'));
+    const change = await s.changed(1, 10_000);
+    expect(change.error === null && change.tools.length === 1 && change.tools[0].name !== name && /^request__[0-9a-f]{64}$/.test(change.tools[0].name),
+      'the refreshed dispatch tool after tools/list_changed', change);
+    const renamed = await s.client.callTool({ name: change.tools[0].name, arguments: { help: true } });
+    expect(renamed.isError !== true && renamed.structuredContent.help.commands.length === help.commands.length, 'help through the renamed dispatch tool', renamed);
+    return { helpLines: help.commands.length, batch: batch.results.map((r) => ({ ok: r.ok, op: r.op, outcome: r.outcome, reason: r.reason })), wait: { allTerminal: w.allTerminal, outcome: w.entries[0].outcome }, listChanged: s.changes.length };
   },
 };
 
