@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -50,7 +51,51 @@ type MCP struct {
 	// command) or "dispatch" (one tool whose ops name the commands, with
 	// their schemas on demand; docs/adr/0006-dispatch-projection.md).
 	Projection string `json:"projection,omitempty"`
+	// HTTP configures `rukh mcp --http`, which refuses to start without it
+	// (docs/mcp.md, "Over HTTP").
+	HTTP *HTTP `json:"http,omitempty"`
 }
+
+// HTTP is the optional HTTP adapter: an OAuth 2.1 resource server that
+// binds each verified caller to a task.
+type HTTP struct {
+	// Resource is this server's canonical URI (RFC 8707): every token's
+	// aud must contain it, and the protected resource metadata names it.
+	Resource string `json:"resource"`
+	// AuthorizationServers are the issuers whose tokens are accepted,
+	// each with the JSON Web Key Set that signs them.
+	AuthorizationServers []AuthorizationServer `json:"authorizationServers"`
+	// RequiredScopes must all be granted to every token.
+	RequiredScopes []string `json:"requiredScopes,omitempty"`
+	// Bindings pick the task of a verified caller: the first that
+	// matches. A caller no binding matches is refused.
+	Bindings []Binding `json:"bindings"`
+	// AllowedOrigins are the browser origins whose requests are served;
+	// a request without Origin (not a browser) is served too.
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
+}
+
+// AuthorizationServer is an issuer of tokens and its signing keys.
+type AuthorizationServer struct {
+	Issuer  string `json:"issuer"`  // compared exactly with a token's iss
+	JWKSURI string `json:"jwksUri"` // https://…, or file:///… for an air-gapped owner
+}
+
+// Binding binds callers of Issuer to Task: the one whose sub is Subject,
+// or every one whose claim Claim is Value (or a list holding Value).
+type Binding struct {
+	Issuer  string `json:"issuer"`
+	Subject string `json:"subject,omitempty"`
+	Claim   string `json:"claim,omitempty"`
+	Value   string `json:"value,omitempty"`
+	Task    string `json:"task"`
+}
+
+// Limits of the HTTP section.
+const (
+	MaxAuthorizationServers = 16
+	MaxBindings             = 256
+)
 
 // Task is a preset that bounds invocations: which commands, how long,
 // how many at once, under which enforcement, with which access.
@@ -220,8 +265,11 @@ var (
 	profileShape = shape{
 		"endpointNamespace": nil,
 		"cli":               {"task": nil},
-		"mcp":               {"expose": nil, "task": nil, "naming": nil, "projection": nil},
-		"tasks":             {"*": taskShape},
+		"mcp": {"expose": nil, "task": nil, "naming": nil, "projection": nil, "http": {
+			"resource": nil, "authorizationServers": {"issuer": nil, "jwksUri": nil}, "requiredScopes": nil,
+			"bindings": {"issuer": nil, "subject": nil, "claim": nil, "value": nil, "task": nil}, "allowedOrigins": nil,
+		}},
+		"tasks": {"*": taskShape},
 	}
 )
 
@@ -303,6 +351,9 @@ func (p *Profile) Validate() error {
 	case "", ProjectionTools, ProjectionDispatch:
 	default:
 		add("/mcp/projection", "projection %q is not %q or %q", p.MCP.Projection, ProjectionTools, ProjectionDispatch)
+	}
+	if h := p.MCP.HTTP; h != nil {
+		validateHTTP(h, add, taskRef)
 	}
 	for _, name := range sortedKeys(p.Tasks) {
 		t := p.Tasks[name]
@@ -451,4 +502,82 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// validateHTTP checks the mcp.http section: URLs that are what they say,
+// bindings that name a configured issuer, one way to match, and a task
+// of this profile.
+func validateHTTP(h *HTTP, add func(at, format string, args ...any), taskRef func(at, name string)) {
+	const at = "/mcp/http"
+	if !httpsURL(h.Resource, true) {
+		add(at+"/resource", "%q is not this server's URL: an absolute https:// URL without a fragment (http:// only for localhost), e.g. \"https://tools.example.com/mcp\"", h.Resource)
+	}
+	switch n := len(h.AuthorizationServers); {
+	case n == 0:
+		add(at+"/authorizationServers", "missing: name at least one issuer and its jwksUri")
+	case n > MaxAuthorizationServers:
+		add(at+"/authorizationServers", "%d issuers; at most %d are allowed", n, MaxAuthorizationServers)
+	}
+	issuers := map[string]bool{}
+	for i, as := range h.AuthorizationServers {
+		ap := fmt.Sprintf("%s/authorizationServers/%d", at, i)
+		if !httpsURL(as.Issuer, false) {
+			add(ap+"/issuer", "%q is not an issuer: an https:// URL, written as the tokens' iss claim writes it", as.Issuer)
+		}
+		if issuers[as.Issuer] {
+			add(ap+"/issuer", "%q is listed twice", as.Issuer)
+		}
+		issuers[as.Issuer] = true
+		if u, err := url.Parse(as.JWKSURI); err != nil || !(u.Scheme == "https" && u.Host != "" || u.Scheme == "file" && u.Host == "" && path.IsAbs(u.Path)) {
+			add(ap+"/jwksUri", "%q is not a key set's location: https://… or file:///absolute/path", as.JWKSURI)
+		}
+	}
+	for i, s := range h.RequiredScopes {
+		if s == "" || strings.ContainsAny(s, " \t\n\"\\") {
+			add(fmt.Sprintf("%s/requiredScopes/%d", at, i), "%q is not a scope (no spaces, quotes or backslashes)", s)
+		}
+	}
+	switch n := len(h.Bindings); {
+	case n == 0:
+		add(at+"/bindings", "missing: bind callers (an issuer and a subject, or a claim value) to tasks; a caller no binding matches is refused")
+	case n > MaxBindings:
+		add(at+"/bindings", "%d bindings; at most %d are allowed", n, MaxBindings)
+	}
+	for i, b := range h.Bindings {
+		bp := fmt.Sprintf("%s/bindings/%d", at, i)
+		if !issuers[b.Issuer] {
+			add(bp+"/issuer", "issuer %q is not among authorizationServers", b.Issuer)
+		}
+		switch {
+		case b.Subject != "" && (b.Claim != "" || b.Value != ""):
+			add(bp, "give a subject, or a claim and a value, not both")
+		case b.Subject == "" && (b.Claim == "" || b.Value == ""):
+			add(bp, "missing: a subject, or a claim and a value (e.g. \"claim\": \"groups\", \"value\": \"ops\")")
+		case b.Claim != "" && slices.Contains([]string{"iss", "aud", "exp", "nbf", "iat", "jti", "sub", "scope", "scp"}, b.Claim):
+			add(bp+"/claim", "%q is checked by the token's verification; bind on subject, or on another claim", b.Claim)
+		}
+		taskRef(bp+"/task", b.Task)
+	}
+	for i, o := range h.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			add(fmt.Sprintf("%s/allowedOrigins/%d", at, i), "%q is not an origin: scheme://host[:port], e.g. \"https://app.example.com\"", o)
+		}
+	}
+}
+
+// httpsURL reports whether s is an absolute https URL without a fragment
+// or credentials; loopback may be http when it is a resource.
+func httpsURL(s string, loopbackHTTP bool) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		h := u.Hostname()
+		return loopbackHTTP && (h == "localhost" || h == "127.0.0.1" || h == "::1")
+	}
+	return false
 }
