@@ -17,14 +17,20 @@ import (
 )
 
 func newMCPCmd(f *Factory) *cobra.Command {
-	var task, logFile string
+	var task, logFile, httpAddr, tlsCert, tlsKey string
 	cmd := &cobra.Command{
-		Use:   "mcp [--task PRESET]",
-		Short: "Serve the exposed commands to an AI agent as MCP tools over stdio",
+		Use:   "mcp [--task PRESET] [--http ADDR [--tls-cert FILE --tls-key FILE]]",
+		Short: "Serve the exposed commands to an AI agent as MCP tools over stdio (or HTTP)",
 		Long: `Serve the commands the owner's profile exposes (mcp.expose) as MCP tools on
 stdin/stdout. Every call runs under one task preset, fixed at start: --task,
 or the profile's mcp.task. Only MCP frames are written to stdout; logs and
-command diagnostics go to stderr or --log-file.`,
+command diagnostics go to stderr or --log-file.
+
+With --http ADDR (e.g. 127.0.0.1:8931), serve Streamable HTTP at /mcp on
+ADDR instead, as an OAuth 2.1 resource server: only when the active profile
+has an mcp.http section, which names the accepted issuers and binds each
+caller to a task. An address that is not loopback needs --tls-cert and
+--tls-key. See docs/mcp.md, "Over HTTP".`,
 		Args: exactArgs(0, "mcp takes no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := f.ToolHost()
@@ -45,6 +51,12 @@ command diagnostics go to stderr or --log-file.`,
 				}
 				defer lf.Close()
 				logw = lf
+			}
+			if httpAddr != "" {
+				if task != "" {
+					return &UsageError{errors.New("--task does not apply to --http: each caller's binding in mcp.http names its task")}
+				}
+				return serveHTTP(cmd.Context(), f, h, logw, httpAddr, f.Abs(tlsCert), f.Abs(tlsKey), tlsCert != "" || tlsKey != "")
 			}
 			binding := mcp.Binding{}
 			bound, err := h.BindTask(cmd.Context(), task)
@@ -82,6 +94,9 @@ command diagnostics go to stderr or --log-file.`,
 	cmd.AddCommand(newMCPConfigCmd(f))
 	cmd.Flags().StringVar(&task, "task", "", "the task preset every call runs under (default: the profile's mcp.task)")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write logs and command diagnostics here instead of stderr")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this address (host:port) instead of stdio")
+	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "with --http: the TLS certificate chain (PEM)")
+	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "with --http: the TLS private key (PEM)")
 	return cmd
 }
 

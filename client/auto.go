@@ -111,6 +111,19 @@ func (a *Auto) WatchRevisions(ctx context.Context) (<-chan uint64, error) {
 	return a.Local.WatchRevisions(ctx)
 }
 
+func (a *Auto) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
+	return do(ctx, a, func(s *thin.Session) (*wire.HTTP, error) {
+		m, err := s.Do(ctx, &wire.Msg{GetHTTP: &wire.GetHTTP{}}, nil, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		if m.HTTP == nil {
+			return nil, wire.Errorf(wire.CodeInternal, "the daemon answered getHttp with something else")
+		}
+		return m.HTTP, nil
+	}, func() (*wire.HTTP, error) { return a.Local.HTTPSection(ctx) })
+}
+
 func (a *Auto) BindTask(ctx context.Context, task string) (string, error) {
 	return do(ctx, a, func(s *thin.Session) (string, error) {
 		m, err := s.Do(ctx, &wire.Msg{BindTask: &wire.BindTask{Task: task}}, nil, nil, nil)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -76,6 +77,20 @@ type causedError struct {
 
 func (e *causedError) Error() string   { return e.we.Message }
 func (e *causedError) Unwrap() []error { return []error{e.we, e.cause} }
+
+func (l *Local) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
+	p, prof, err := l.Projection(ctx)
+	if err != nil {
+		return nil, storeError("cannot read the active profile", err)
+	}
+	h := &wire.HTTP{Revision: p.Revision}
+	if prof.MCP.HTTP != nil {
+		if h.Section, err = json.Marshal(prof.MCP.HTTP); err != nil {
+			return nil, wire.Errorf(wire.CodeInternal, "mcp.http: %v", err)
+		}
+	}
+	return h, nil
+}
 
 func (l *Local) BindTask(ctx context.Context, task string) (string, error) {
 	_, prof, err := l.Projection(ctx)

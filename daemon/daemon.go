@@ -508,6 +508,13 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 		defer cl.cancel()
 		status := s.exec(cl.ctx, req.Exec, files, sp, pid, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
 		reply(&wire.Msg{Exit: &wire.Exit{Status: status}})
+	case req.GetHTTP != nil:
+		h, err := s.Host.HTTPSection(ctx)
+		if err != nil {
+			fail(err)
+			return
+		}
+		reply(&wire.Msg{HTTP: h})
 	case req.BindTask != nil:
 		task, err := s.Host.BindTask(ctx, req.BindTask.Task)
 		if err != nil {

@@ -50,6 +50,10 @@ type Options struct {
 	Name    string // the CLI's name, e.g. "rukh"
 	Version string
 	Logger  *slog.Logger
+	// Stateless: every request is its own session (Streamable HTTP):
+	// nobody could be told the tool list changed, so the server neither
+	// watches revisions nor advertises listChanged.
+	Stateless bool
 	// Diagnostics receives the diagnostics log:
 	// the bounded stdout and stderr of commands, line by line, and each
 	// invocation's start and outcome; never the protocol's stdout.
@@ -70,9 +74,13 @@ type Server struct {
 func NewServer(opts Options) *Server {
 	life, stop := context.WithCancel(context.Background())
 	a := &adapter{opts: opts, life: life, stop: stop}
-	revisions, err := opts.Host.WatchRevisions(life)
-	if err != nil && opts.Logger != nil {
-		opts.Logger.Warn("clients will not be told when the owner changes the tools: "+err.Error(), "listChanged", false)
+	var revisions <-chan uint64
+	err := errors.New("stateless")
+	if !opts.Stateless {
+		revisions, err = opts.Host.WatchRevisions(life)
+		if err != nil && opts.Logger != nil {
+			opts.Logger.Warn("clients will not be told when the owner changes the tools: "+err.Error(), "listChanged", false)
+		}
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: err == nil}},
@@ -251,12 +259,8 @@ func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return m, err
 		}
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
-			if field := continuationField(req.Params); field != "" {
-				err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
-					Code: jsonrpc.CodeInvalidParams,
-					Message: fmt.Sprintf("tools/call carries %q, but this server never asked for input: "+
-						"continuation input is not supported; call the tool again without inputResponses and requestState", field),
-				}})
+			if refusal := Unsolicited(req); refusal != nil {
+				err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: refusal})
 				if err != nil {
 					c.end()
 					return nil, err
@@ -282,6 +286,24 @@ func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.noteCancel(m)
 		return m, nil
 	}
+}
+
+// Unsolicited refuses, before dispatch, a tools/call that carries
+// continuation input (inputResponses or requestState, even empty): this
+// server never asks for input, so such input is unsolicited and nothing
+// may run on it (docs/mcp.md, "No input continuation"). It is nil for any
+// other request.
+func Unsolicited(req *jsonrpc.Request) *jsonrpc.Error {
+	if !req.IsCall() || req.Method != "tools/call" {
+		return nil
+	}
+	field := continuationField(req.Params)
+	if field == "" {
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: fmt.Sprintf("tools/call carries %q, but this server never asked for input: "+
+			"continuation input is not supported; call the tool again without inputResponses and requestState", field)}
 }
 
 // continuationField returns the first continuation member of tools/call

@@ -38,6 +38,9 @@ type ToolHost interface {
 	// revision changes the tools' names (I7): a presentation tells its
 	// clients to list them again.
 	WatchRevisions(ctx context.Context) (<-chan uint64, error)
+	// HTTPSection is the active profile's mcp.http section (JSON; empty
+	// when it has none) and the revision it is of.
+	HTTPSection(ctx context.Context) (*wire.HTTP, error)
 }
 
 // CallOptions are a call's ties to its presentation.

@@ -63,6 +63,9 @@ type Msg struct {
 	Cancel    *Cancel    `cbor:"cancel,omitempty"`
 
 	WaitInvocations *WaitInvocations `cbor:"waitInvocations,omitempty"`
+	// GetHTTP asks for the active profile's mcp.http section; the daemon
+	// answers HTTP.
+	GetHTTP *GetHTTP `cbor:"getHttp,omitempty"`
 	// Settle asks the daemon to commit the outcomes other hosts saved
 	// aside while it held the store; it answers Settled.
 	Settle *Settle `cbor:"settle,omitempty"`
@@ -88,6 +91,18 @@ type Msg struct {
 
 	WaitResult *WaitResult `cbor:"waitResult,omitempty"`
 	Settled    *Settled    `cbor:"settled,omitempty"`
+	HTTP       *HTTP       `cbor:"http,omitempty"`
+}
+
+// GetHTTP asks for the HTTP adapter's configuration.
+type GetHTTP struct{}
+
+// HTTP is the active profile's mcp.http section as JSON (empty: the
+// profile has none, and HTTP is not to be served), and the revision it
+// is of.
+type HTTP struct {
+	Section  []byte `cbor:"section,omitempty"`
+	Revision uint64 `cbor:"revision"`
 }
 
 // Settle is a request to commit the saved-aside outcomes now.

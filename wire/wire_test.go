@@ -41,6 +41,11 @@ func TestRoundTrip(t *testing.T) {
 		{Spawned: &Spawned{PID: 42, Foreground: true}},
 		{Spawned: &Spawned{Error: "fork/exec /r/bin/p: permission denied"}},
 		{Exited: &Exited{Status: 130}},
+		{Spawn: &Spawn{Path: "/usr/bin/rukh-sandbox", Args: []string{"rukh-sandbox", "host", "--", "/r/bin/p"}, Env: []string{}, Dir: "/", Supervised: true, Files: 3}},
+		{GetHTTP: &GetHTTP{}},
+		{HTTP: &HTTP{Section: []byte(`{"resource":"https://t/mcp"}`), Revision: 4}},
+		{HTTP: &HTTP{Revision: 1}},
+		{ToolPage: &ToolPage{Revision: 3, Tools: []*Tool{}, Total: 1, Commands: 40, Projection: "dispatch"}},
 	} {
 		buf, err := Encode(nil, m)
 		if err != nil {

@@ -102,6 +102,23 @@ func (c *conn) inspect(f frame) (jsonrpc.Message, *refusal) {
 	return msg, nil
 }
 
+// Check applies the checks of a line on stdio to one message that came
+// another way (the body of an HTTP request): it returns the message, or
+// the JSON-RPC error response to send instead (nil when the message is
+// recognisably a response, which is not answered).
+func Check(data []byte, lim Limits) (jsonrpc.Message, []byte, error) {
+	c := &conn{lim: lim.withDefaults()}
+	msg, r := c.inspect(frame{data: data, size: len(data)})
+	if r == nil {
+		return msg, nil, nil
+	}
+	err := errors.New(truncate(strings.ToValidUTF8(r.text, "\uFFFD"), maxErrorText))
+	if !r.answer {
+		return nil, nil, err
+	}
+	return nil, errorResponse(r), err
+}
+
 // refuse logs r and answers it when it should be answered.
 func (c *conn) refuse(f frame, r *refusal) {
 	text := truncate(strings.ToValidUTF8(r.text, "\uFFFD"), maxErrorText)
@@ -119,6 +136,13 @@ func (c *conn) refuse(f frame, r *refusal) {
 	if !r.answer {
 		return
 	}
+	// A full queue closes the transport, which Read reports next.
+	_ = c.enqueue(errorResponse(r))
+}
+
+// errorResponse is the JSON-RPC error response that answers r, one line.
+func errorResponse(r *refusal) []byte {
+	text := truncate(strings.ToValidUTF8(r.text, "\uFFFD"), maxErrorText)
 	buf := make([]byte, 0, 96+len(r.id)+len(text))
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	if r.id == nil {
@@ -132,9 +156,7 @@ func (c *conn) refuse(f frame, r *refusal) {
 	buf = strictjson.AppendString(buf, text)
 	buf = append(buf, `,"data":{"code":`...)
 	buf = strictjson.AppendString(buf, r.name)
-	buf = append(buf, "}}}\n"...)
-	// A full queue closes the transport, which Read reports next.
-	_ = c.enqueue(buf)
+	return append(buf, "}}}\n"...)
 }
 
 // encodeID returns the JSON of a valid id — a string, or an integer within

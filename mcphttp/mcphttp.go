@@ -1,0 +1,318 @@
+// Package mcphttp serves the MCP presentation over Streamable HTTP
+// (`rukh mcp --http`) as an OAuth 2.1 resource server: every request
+// carries a bearer token, which package bearer verifies and binds to a
+// task; the request is then served by the same adapter as stdio
+// (package mcp), bound to that task, on the same ToolHost. The token goes
+// no further than the verifier: not to the adapter, the core or any
+// command (docs/adr/0011-http-adapter.md).
+package mcphttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/rukh-cli/rukh/bearer"
+	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/mcp/guard"
+	"github.com/rukh-cli/rukh/profile"
+	"github.com/rukh-cli/rukh/seam"
+)
+
+// Path is where the MCP endpoint is served.
+const Path = "/mcp"
+
+// Limits of the adapter.
+const (
+	// MaxConcurrent bounds the requests served at once, overall and for
+	// one caller (issuer and subject); beyond either the answer is 429.
+	MaxConcurrent       = 64
+	MaxConcurrentCaller = 8
+)
+
+// Options configure a Handler.
+type Options struct {
+	Host    seam.ToolHost
+	Name    string // the CLI's name
+	Version string
+	Logger  *slog.Logger
+	// KeySets gives an issuer's key set; nil: NewKeySet of its jwksUri.
+	KeySets func(profile.AuthorizationServer) *bearer.KeySet
+}
+
+// Handler serves one home's MCP endpoint and its protected resource
+// metadata, configured by the active profile's mcp.http section, which
+// it reads again at each new revision.
+type Handler struct {
+	opts Options
+
+	mu   sync.Mutex
+	conf *config // nil once the section is gone
+
+	slots  chan struct{}
+	callMu sync.Mutex
+	inUse  map[string]int // requests in flight by issuer + "\x00" + subject
+}
+
+// config is one revision's section, with its verifier.
+type config struct {
+	http     *profile.HTTP
+	revision uint64
+	verifier *bearer.Verifier
+	keys     map[string]*bearer.KeySet
+}
+
+// ErrNoSection is returned by New when the profile has no mcp.http.
+var ErrNoSection = fmt.Errorf("the active profile has no mcp.http section, so nothing is served over HTTP (local MCP never enables it); add one: see docs/mcp.md, \"Over HTTP\"")
+
+// New reads the section and returns the handler; it keeps the section
+// current until ctx ends.
+func New(ctx context.Context, opts Options) (*Handler, error) {
+	if opts.KeySets == nil {
+		opts.KeySets = func(as profile.AuthorizationServer) *bearer.KeySet { return bearer.NewKeySet(as.JWKSURI, nil, nil) }
+	}
+	h := &Handler{opts: opts, slots: make(chan struct{}, MaxConcurrent), inUse: map[string]int{}}
+	if err := h.reload(ctx); err != nil {
+		return nil, err
+	}
+	if h.conf == nil {
+		return nil, ErrNoSection
+	}
+	if revisions, err := opts.Host.WatchRevisions(ctx); err == nil {
+		go func() {
+			for range revisions {
+				if err := h.reload(ctx); err != nil && opts.Logger != nil {
+					opts.Logger.Error("mcp http: cannot read the new revision's mcp.http; keeping the last", "error", err)
+				}
+			}
+		}()
+	} else if opts.Logger != nil {
+		opts.Logger.Warn("mcp http: the owner's changes to mcp.http take effect at the next start", "error", err)
+	}
+	return h, nil
+}
+
+// reload reads the active revision's section; key sets of issuers that
+// stay are kept (with what they fetched).
+func (h *Handler) reload(ctx context.Context) error {
+	sec, err := h.opts.Host.HTTPSection(ctx)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(sec.Section) == 0 {
+		if h.conf != nil && h.opts.Logger != nil {
+			h.opts.Logger.Warn("mcp http: the owner removed mcp.http; every request is refused", "revision", sec.Revision)
+		}
+		h.conf = nil
+		return nil
+	}
+	var ph profile.HTTP
+	if err := json.Unmarshal(sec.Section, &ph); err != nil {
+		return err
+	}
+	keys := map[string]*bearer.KeySet{}
+	for _, as := range ph.AuthorizationServers {
+		if old := h.conf; old != nil && old.keys[as.Issuer] != nil && slices.ContainsFunc(old.http.AuthorizationServers, func(o profile.AuthorizationServer) bool { return o == as }) {
+			keys[as.Issuer] = old.keys[as.Issuer]
+		} else {
+			keys[as.Issuer] = h.opts.KeySets(as)
+		}
+	}
+	h.conf = &config{http: &ph, revision: sec.Revision, keys: keys, verifier: bearer.NewVerifier(&ph, keys, nil)}
+	return nil
+}
+
+func (h *Handler) current() *config {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conf
+}
+
+// MetadataPaths are where the protected resource metadata is served
+// (RFC 9728: the well-known path, and the same with the resource's path).
+var MetadataPaths = []string{"/.well-known/oauth-protected-resource" + Path, "/.well-known/oauth-protected-resource"}
+
+// ServeHTTP routes the metadata and the endpoint.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := h.current()
+	if c == nil {
+		http.Error(w, "the owner's profile no longer has mcp.http: nothing is served over HTTP", http.StatusServiceUnavailable)
+		return
+	}
+	switch {
+	case slices.Contains(MetadataPaths, r.URL.Path):
+		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource:               c.http.Resource,
+			AuthorizationServers:   issuers(c.http),
+			ScopesSupported:        c.http.RequiredScopes,
+			BearerMethodsSupported: []string{"header"},
+			ResourceName:           h.opts.Name,
+		}).ServeHTTP(w, r)
+	case r.URL.Path == Path:
+		h.serveMCP(w, r, c)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func issuers(h *profile.HTTP) []string {
+	var out []string
+	for _, as := range h.AuthorizationServers {
+		out = append(out, as.Issuer)
+	}
+	return out
+}
+
+// metadataURL is the resource metadata's URL for the resource: the
+// well-known path inserted before the resource's path.
+func metadataURL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil {
+		return resource
+	}
+	u.Path = "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.Path, "/")
+	u.RawQuery = ""
+	return u.String()
+}
+
+// serveMCP checks one request in order — Origin, the body (the stdio
+// guard's checks), the token, the caller's share of the slots — and
+// serves it statelessly, bound to the caller's task.
+func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
+	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(c.http.AllowedOrigins, o) {
+		http.Error(w, fmt.Sprintf("origin %q is not allowed (mcp.http.allowedOrigins)", o), http.StatusForbidden)
+		return
+	}
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(guard.DefaultLimits().MaxMessage)))
+		if err != nil {
+			http.Error(w, fmt.Sprintf("the request body is more than %d bytes", guard.DefaultLimits().MaxMessage), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if refusal := check(body); refusal != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(refusal)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	token, ok := bearerToken(r)
+	var caller *bearer.Caller
+	err := error(&bearer.Error{Status: 401, Code: "invalid_token", Description: "no bearer token: send Authorization: Bearer <access token>"})
+	if ok {
+		caller, err = c.verifier.Verify(r.Context(), token)
+	}
+	if err != nil {
+		be, _ := err.(*bearer.Error)
+		if be == nil {
+			be = &bearer.Error{Status: 401, Code: "invalid_token", Description: err.Error()}
+		}
+		challenge := fmt.Sprintf(`Bearer resource_metadata=%q`, metadataURL(c.http.Resource))
+		if be.Code != "" {
+			challenge += fmt.Sprintf(`, error=%q, error_description=%q`, be.Code, quoteSafe(be.Description))
+		}
+		if be.Code == "insufficient_scope" {
+			challenge += fmt.Sprintf(`, scope=%q`, strings.Join(c.http.RequiredScopes, " "))
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		http.Error(w, be.Description, be.Status)
+		return
+	}
+	release, ok := h.admit(caller)
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many requests at once; retry", http.StatusTooManyRequests)
+		return
+	}
+	defer release()
+	srv := mcp.NewServer(mcp.Options{
+		Host: h.opts.Host, Binding: mcp.Binding{Task: caller.Task},
+		Name: h.opts.Name, Version: h.opts.Version, Logger: h.opts.Logger, Stateless: true,
+	})
+	sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.Server }, &sdk.StreamableHTTPOptions{
+		Stateless: true, JSONResponse: true, Logger: h.opts.Logger,
+	}).ServeHTTP(w, r)
+}
+
+// check applies the stdio guard's checks and the adapter's refusal of
+// unsolicited input to a request body; nil lets it through.
+func check(body []byte) []byte {
+	msg, refusal, _ := guard.Check(body, guard.DefaultLimits())
+	if refusal != nil {
+		return refusal
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		if e := mcp.Unsolicited(req); e != nil {
+			out, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: e})
+			return out
+		}
+	}
+	return nil
+}
+
+// bearerToken is the credentials of an Authorization: Bearer header.
+func bearerToken(r *http.Request) (string, bool) {
+	v := r.Header.Values("Authorization")
+	if len(v) != 1 {
+		return "", false
+	}
+	scheme, token, ok := strings.Cut(v[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// quoteSafe keeps a description within what a quoted-string may hold.
+func quoteSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || r > 0x7e {
+			return '\''
+		}
+		return r
+	}, s)
+}
+
+// admit takes a slot overall and one of the caller's; false when either
+// is full.
+func (h *Handler) admit(c *bearer.Caller) (release func(), ok bool) {
+	select {
+	case h.slots <- struct{}{}:
+	default:
+		return nil, false
+	}
+	key := c.Issuer + "\x00" + c.Subject
+	h.callMu.Lock()
+	if h.inUse[key] >= MaxConcurrentCaller {
+		h.callMu.Unlock()
+		<-h.slots
+		return nil, false
+	}
+	h.inUse[key]++
+	h.callMu.Unlock()
+	return func() {
+		h.callMu.Lock()
+		if h.inUse[key]--; h.inUse[key] == 0 {
+			delete(h.inUse, key)
+		}
+		h.callMu.Unlock()
+		<-h.slots
+	}, true
+}

@@ -1,0 +1,258 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rukh-cli/rukh/internal/testhome"
+)
+
+const (
+	httpResource = "https://tools.test/mcp"
+	httpIssuer   = "https://idp.test"
+)
+
+// localIssuer is the tests' authorization server: a key pair, and its
+// public key set in a file (file:// jwksUri, as an air-gapped owner has).
+type localIssuer struct {
+	key  *rsa.PrivateKey
+	jwks string
+}
+
+func newLocalIssuer(t *testing.T, dir string) *localIssuer {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+	path := filepath.Join(dir, "jwks.json")
+	if err := os.WriteFile(path, set, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &localIssuer{key: key, jwks: path}
+}
+
+// token mints a token for sub; edit changes its claims first.
+func (is *localIssuer) token(t *testing.T, sub string, edit func(map[string]any)) string {
+	now := time.Now()
+	c := map[string]any{"iss": httpIssuer, "sub": sub, "aud": httpResource, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix(), "scope": "rukh:call"}
+	if edit != nil {
+		edit(c)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(signer).Claims(c).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// bearerTransport adds Authorization: Bearer to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// `rukh mcp --http` is an OAuth 2.1 resource server: every refusal of
+// the issue has its status and challenge; callers bound to different
+// tasks see different tools through one listener, on both protocol
+// versions, in process and through rukhd; the token reaches no command
+// and no record; and the listener refuses to start without mcp.http or
+// off loopback without TLS.
+func TestMCPOverHTTP(t *testing.T) {
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		dir := testhome.TempDir(t)
+		is := newLocalIssuer(t, dir)
+		seen := filepath.Join(dir, "seen")
+		report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"ok"}}\n' "$RUKH_IPC_TOKEN" >&3`
+		rel := filepath.Join(dir, "src")
+		testhome.WriteFiles(t, rel, map[string]string{
+			// probe writes what it got: its environment, argv and first frame.
+			"bin/probe": "#!/bin/sh\n{ env; echo \"argv: $*\"; IFS= read -r frame <&3; echo \"frame: $frame\"; } > " + seen + "\n" + report + "\n",
+			"bin/other": "#!/bin/sh\n" + report + "\n",
+			"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.web","version":"1.0.0","publisher":"test","commands":[
+			{"id":"probe","path":["probe"],"summary":"Probe","execute":{"mapping":"managed","program":"bin/probe","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
+			{"id":"other","path":["other"],"summary":"Other","execute":{"mapping":"managed","program":"bin/other","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`,
+		})
+		home := filepath.Join(dir, "home")
+		a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
+		env := append(os.Environ(), "RUKH_HOME="+home)
+
+		// Without mcp.http, --http refuses to start.
+		noHTTP := exec.Command(h.Rukh, "mcp", "--http", "127.0.0.1:0")
+		noHTTP.Env = env
+		if out, err := noHTTP.CombinedOutput(); exitCode(err) == 0 || !strings.Contains(string(out), "the active profile has no mcp.http section") {
+			t.Fatalf("--http without mcp.http: exit %d\n%s", exitCode(err), out)
+		}
+		if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"web","cli":{"task":"owner"},"mcp":{"expose":["test.web/*"],"task":"agent",
+			"http":{"resource":"` + httpResource + `","authorizationServers":[{"issuer":"` + httpIssuer + `","jwksUri":"file://` + is.jwks + `"}],
+			        "requiredScopes":["rukh:call"],
+			        "bindings":[{"issuer":"` + httpIssuer + `","subject":"alice","task":"agent"},{"issuer":"` + httpIssuer + `","claim":"groups","value":"ops","task":"ops"}],
+			        "allowedOrigins":["https://app.test"]}},
+			"tasks":{"owner":{"commands":["*/*"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
+			         "agent":{"commands":["test.web/probe"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
+			         "ops":{"commands":["test.web/other"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		h.serve(t, home)
+		offLoopback := exec.Command(h.Rukh, "mcp", "--http", "0.0.0.0:0")
+		offLoopback.Env = env
+		if out, err := offLoopback.CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "is not a loopback address: serving tokens there needs TLS") {
+			t.Errorf("--http 0.0.0.0:0 without TLS: exit %d\n%s", exitCode(err), out)
+		}
+
+		base := startHTTP(t, h.Rukh, env)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+		defer cancel()
+
+		// The protected resource metadata, at both well-known paths.
+		for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+			resp, err := http.Get(base + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var md map[string]any
+			json.NewDecoder(resp.Body).Decode(&md)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || md["resource"] != httpResource || fmt.Sprint(md["authorization_servers"]) != "["+httpIssuer+"]" ||
+				fmt.Sprint(md["scopes_supported"]) != "[rukh:call]" || fmt.Sprint(md["bearer_methods_supported"]) != "[header]" {
+				t.Errorf("GET %s: %d %v", p, resp.StatusCode, md)
+			}
+		}
+
+		// Refusals, each with its status and challenge.
+		initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)) + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"`+httpIssuer+`","sub":"alice","aud":"`+httpResource+`","exp":9999999999,"scope":"rukh:call"}`)) + "."
+		meta := `resource_metadata="https://tools.test/.well-known/oauth-protected-resource/mcp"`
+		for _, tc := range []struct {
+			name, auth, origin string
+			status             int
+			challenge          string // a regexp of the WWW-Authenticate header
+		}{
+			{"no token", "", "", 401, `^Bearer ` + regexp.QuoteMeta(meta) + `, error="invalid_token", error_description="no bearer token`},
+			{"not bearer", "Basic YWxpY2U6eA==", "", 401, `error="invalid_token"`},
+			{"alg none", "Bearer " + none, "", 401, `error="invalid_token", error_description="not a JWT signed with an asymmetric algorithm`},
+			{"expired", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }), "", 401, `error_description="the token expired at `},
+			{"wrong audience", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["aud"] = "https://other.test/mcp" }), "", 401, `error_description="the token's audience`},
+			{"unknown issuer", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["iss"] = "https://evil.test" }), "", 401, `error_description="issuer 'https://evil.test' is not one this server accepts"`},
+			{"insufficient scope", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["scope"] = "openid" }), "", 403, `error="insufficient_scope", error_description="the token lacks scope 'rukh:call'; this server requires rukh:call", scope="rukh:call"`},
+			{"bound to no task", "Bearer " + is.token(t, "mallory", nil), "", 403, `^` + regexp.QuoteMeta(`Bearer `+meta) + `$`},
+			{"origin not allowed", "Bearer " + is.token(t, "alice", nil), "https://evil.test", 403, `^$`},
+		} {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(initialize))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !regexp.MustCompile(tc.challenge).MatchString(resp.Header.Get("WWW-Authenticate")) {
+				t.Errorf("%s: %d %q %s; want %d and a challenge matching %s", tc.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, tc.status, tc.challenge)
+			}
+		}
+
+		// Two callers, two tasks, one listener; both protocol versions.
+		alice, bob := is.token(t, "alice", nil), is.token(t, "bob", func(c map[string]any) { c["groups"] = []string{"dev", "ops"} })
+		for _, version := range []string{"2026-07-28", "2025-11-25"} {
+			for _, who := range []struct{ token, sees, call string }{{alice, "Probe", "Probe"}, {bob, "Other", "Other"}} {
+				tr := &sdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{who.token}}, MaxRetries: -1}
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "web", Version: "1"}, nil).Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: version})
+				if err != nil {
+					t.Fatalf("%s, %s: %v", version, who.sees, err)
+				}
+				names := toolNames(t, ctx, cs)
+				if len(names) != 1 || names[who.sees] == "" {
+					t.Errorf("%s: the caller bound to see %s lists %v", version, who.sees, names)
+				}
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: names[who.call]})
+				if err != nil || res.IsError {
+					t.Errorf("%s: calling %s: %v %+v", version, who.call, err, res)
+				}
+				cs.Close()
+			}
+		}
+
+		// The token went nowhere: not to the command (its environment,
+		// argv, frame), not to the records.
+		got, err := os.ReadFile(seen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := exec.Command(h.Rukh, "invocations", "list", "--json", "-n", "20")
+		list.Env = env
+		records, _ := list.Output()
+		for _, tok := range []string{alice, bob} {
+			sig := tok[strings.LastIndexByte(tok, '.')+1:]
+			for what, b := range map[string][]byte{"the command's environment, argv and frame": got, "the invocation records": records} {
+				if strings.Contains(string(b), sig) || strings.Contains(string(b), tok[:40]) {
+					t.Errorf("a token reached %s", what)
+				}
+			}
+		}
+		if !strings.Contains(string(records), `"transport": "mcp"`) {
+			t.Errorf("records:\n%s", records)
+		}
+	})
+}
+
+// startHTTP starts `rukh mcp --http 127.0.0.1:0` and returns its base URL,
+// read from the line it writes when it listens.
+func startHTTP(t *testing.T, rukh string, env []string) string {
+	t.Helper()
+	cmd := exec.Command(rukh, "mcp", "--http", "127.0.0.1:0")
+	cmd.Env = env
+	stderr, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); stderr.Close() })
+	stderr.SetReadDeadline(time.Now().Add(dtHangGuard))
+	r := bufio.NewReader(stderr)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("rukh mcp --http never said where it listens: %v (%q)", err, line)
+		}
+		if m := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/mcp`).FindStringSubmatch(line); m != nil {
+			go io.Copy(io.Discard, r) // its later log
+			return m[1]
+		}
+	}
+}
