@@ -38,13 +38,13 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 				return writeJSON(f.IO.Out, rows)
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTARTED\tCOMMAND\tVIA\tOUTCOME\tREASON")
+			fmt.Fprintln(tw, "ID\tSTARTED\tCOMMAND\tVIA\tOUTCOME\tREASON\tCALLER")
 			for _, r := range rows {
 				outcome := r.Outcome
 				if outcome == "" {
 					outcome = "running"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID[:12], r.StartedAt.Local().Format(time.DateTime), safe(r.Command), r.Transport, outcome, safe(r.Reason))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID[:12], r.StartedAt.Local().Format(time.DateTime), safe(r.Command), r.Transport, outcome, safe(r.Reason), safe(r.caller()))
 			}
 			return tw.Flush()
 		},
@@ -77,8 +77,9 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 				{"finished", formatTime(r.FinishedAt)}, {"outcome", r.Outcome}, {"reason", r.Reason},
 				{"exit status", strconv.Itoa(r.ExitStatus)}, {"detail", r.Detail},
 				{"enforcement", r.Enforcement}, {"action", r.Action}, {"resource", r.Resource}, {"approval", r.ApprovalID},
+				{"subject", r.Subject}, {"issuer", r.Issuer},
 			} {
-				if kv[1] == "" && (kv[0] == "enforcement" || kv[0] == "action" || kv[0] == "resource" || kv[0] == "approval") {
+				if kv[1] == "" && (kv[0] == "enforcement" || kv[0] == "action" || kv[0] == "resource" || kv[0] == "approval" || kv[0] == "subject" || kv[0] == "issuer") {
 					continue
 				}
 				fmt.Fprintf(tw, "%s:\t%s\n", kv[0], safe(kv[1]))
@@ -118,6 +119,19 @@ type invocationJSON struct {
 	Action      string         `json:"action,omitempty"`
 	Resource    string         `json:"resource,omitempty"`
 	ApprovalID  string         `json:"approvalId,omitempty"`
+	// Subject and Issuer are the verified caller of an HTTP call (its
+	// token's sub and iss); absent for a local caller.
+	Subject string `json:"subject,omitempty"`
+	Issuer  string `json:"issuer,omitempty"`
+}
+
+// caller is who made the call, for the list: an HTTP caller's subject and
+// issuer; empty for a local caller.
+func (r invocationJSON) caller() string {
+	if r.Subject == "" {
+		return ""
+	}
+	return r.Subject + " (" + r.Issuer + ")"
 }
 
 func toInvocationJSON(inv *store.Invocation) invocationJSON {
@@ -125,7 +139,7 @@ func toInvocationJSON(inv *store.Invocation) invocationJSON {
 		Transport: inv.Transport, Task: inv.Task, StartedAt: inv.StartedAt, Outcome: inv.Outcome,
 		Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail, HostPID: inv.PID,
 		Enforcement: inv.Enforcement, Effects: inv.Effects, Action: inv.Attempt.Action, Resource: inv.Attempt.Resource,
-		ApprovalID: inv.Attempt.ApprovalID}
+		ApprovalID: inv.Attempt.ApprovalID, Subject: inv.Subject, Issuer: inv.Issuer}
 	if !inv.FinishedAt.IsZero() {
 		t := inv.FinishedAt
 		r.FinishedAt = &t

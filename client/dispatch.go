@@ -95,7 +95,7 @@ func (l *Local) dispatch(ctx context.Context, p *projection.Projection, tools []
 		if opts.OnProgress != nil {
 			opOpts.OnProgress = opProgress(opts.OnProgress, i, len(ops), o.name)
 		}
-		l.runOp(ctx, p, visible, call.Task, o, r, opOpts)
+		l.runOp(ctx, p, visible, call, o, r, opOpts)
 		if opts.OnProgress != nil {
 			done, total := float64(i+1), float64(len(ops))
 			opts.OnProgress(&wire.Progress{Message: fmt.Sprintf("op %d of %d (%s) done", i+1, len(ops), o.name), Done: &done, Total: &total})
@@ -123,7 +123,9 @@ func opProgress(report func(*wire.Progress), i, n int, name string) func(*wire.P
 }
 
 // runOp runs one op into r.
-func (l *Local) runOp(ctx context.Context, p *projection.Projection, visible func(string) *projection.Tool, task string, o *op, r *wire.OpResult, opts seam.CallOptions) {
+// call is the dispatch tool's call: its task and caller are the op's.
+func (l *Local) runOp(ctx context.Context, p *projection.Projection, visible func(string) *projection.Tool, call *wire.CallTool, o *op, r *wire.OpResult, opts seam.CallOptions) {
+	task := call.Task
 	if o.err != nil {
 		r.Error = o.err
 		return
@@ -151,7 +153,7 @@ func (l *Local) runOp(ctx context.Context, p *projection.Projection, visible fun
 		r.Schema = schemaOf(t)
 		return
 	}
-	cr, err := l.callTool(ctx, p, t, &wire.CallTool{Task: task, Name: t.Name, Arguments: o.args, Detach: o.detach}, opts)
+	cr, err := l.callTool(ctx, p, t, &wire.CallTool{Task: task, Name: t.Name, Arguments: o.args, Detach: o.detach, Subject: call.Subject, Issuer: call.Issuer}, opts)
 	if err != nil {
 		if we, ok := err.(*wire.Error); ok && we.Code == wire.CodeUnknownTool {
 			r.Error = &wire.OpError{Code: OpStale, Message: "the owner changed the profile during this call; list the tools again and repeat the op; nothing ran"}

@@ -233,6 +233,8 @@ func (l *Local) callTool(ctx context.Context, p *projection.Projection, tool *pr
 	r := &invoke.Request{
 		Transport:    invoke.TransportMCP,
 		Task:         call.Task,
+		Subject:      call.Subject,
+		Issuer:       call.Issuer,
 		Arguments:    call.Arguments,
 		CancelReason: opts.CancelReason,
 		OnStart:      opts.OnStart,

@@ -113,7 +113,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 	inv := &store.Invocation{
 		ID: newInvocationID(), Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
 		Transport: req.Transport, Task: ad.taskName, Enforcement: ad.task.Enforcement,
-		PID: os.Getpid(), PIDStart: selfStart(), StartedAt: c.Now().UTC(),
+		PID: os.Getpid(), PIDStart: selfStart(), StartedAt: c.Now().UTC(), Subject: req.Subject, Issuer: req.Issuer,
 	}
 	// A call whose effects the task keeps for the owner runs only by
 	// using an approval for exactly this call, in the transaction that
@@ -366,7 +366,7 @@ func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outco
 	inv := &store.Invocation{
 		ID: out.InvocationID, Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
 		Transport: req.Transport, Task: ad.taskName, Enforcement: ad.task.Enforcement,
-		PID: os.Getpid(), PIDStart: selfStart(), StartedAt: now,
+		PID: os.Getpid(), PIDStart: selfStart(), StartedAt: now, Subject: req.Subject, Issuer: req.Issuer,
 	}
 	err := c.updateSettled(func(tx *store.Tx) error {
 		// A refusal occupies no slot: admit it against an unbounded limit.

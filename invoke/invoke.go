@@ -117,6 +117,9 @@ type Request struct {
 	// Task is the task preset of a launch binding (`rukh mcp --task`);
 	// empty means the profile's cli.task or mcp.task for the transport.
 	Task string
+	// Subject and Issuer are the verified caller of an HTTP call, recorded
+	// with the invocation; empty for a local caller.
+	Subject, Issuer string
 	// Exactly one way of giving inputs applies: CLI strings per input id,
 	// MCP JSON arguments, or raw argv for a passthrough command.
 	CLIInputs map[string][]string

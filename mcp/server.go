@@ -41,6 +41,10 @@ type Binding struct {
 	// started); until then each request answers with its error. It is
 	// called once at a time, and never again after it succeeded.
 	Resolve func(context.Context) (string, error)
+	// Subject and Issuer are the verified caller of an HTTP request (its
+	// token's sub and iss), recorded with each invocation; empty on stdio,
+	// where the caller is the user the process runs as.
+	Subject, Issuer string
 }
 
 // Options configure a server.
@@ -509,7 +513,8 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	if err != nil {
 		return nil, hostError(err)
 	}
-	call := &wire.CallTool{Task: task, Name: req.Params.Name, Arguments: req.Params.Arguments}
+	call := &wire.CallTool{Task: task, Name: req.Params.Name, Arguments: req.Params.Arguments,
+		Subject: a.opts.Binding.Subject, Issuer: a.opts.Binding.Issuer}
 	opts := seam.CallOptions{Diagnostics: a.diag, CancelReason: a.cancelReason}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		call.Progress = true

@@ -242,7 +242,7 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 	}
 	defer release()
 	srv := mcp.NewServer(mcp.Options{
-		Host: h.opts.Host, Binding: mcp.Binding{Task: caller.Task},
+		Host: h.opts.Host, Binding: mcp.Binding{Task: caller.Task, Subject: caller.Subject, Issuer: caller.Issuer},
 		Name: h.opts.Name, Version: h.opts.Version, Logger: h.opts.Logger, Stateless: true,
 	})
 	sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.Server }, &sdk.StreamableHTTPOptions{

@@ -43,6 +43,11 @@ type Invocation struct {
 	Effects []Effect
 	// Attempt is what a refusal refused, when it names something.
 	Attempt Attempt
+	// Subject and Issuer are the verified caller of an HTTP call (as its
+	// token's sub and iss say); empty for a local caller, who is the
+	// user the host runs as.
+	Subject string
+	Issuer  string
 }
 
 // Effect is one effect reference a command reported: {kind, ref}.
@@ -91,6 +96,8 @@ type invocationRec struct {
 	Enforce    string   `cbor:"15,keyasint,omitempty"`
 	Effects    []Effect `cbor:"16,keyasint,omitempty"`
 	Attempt    *Attempt `cbor:"17,keyasint,omitempty"`
+	Subject    string   `cbor:"18,keyasint,omitempty"`
+	Issuer     string   `cbor:"19,keyasint,omitempty"`
 }
 
 // Nested buckets of "invocations": records by sequence number, and an
@@ -313,7 +320,7 @@ func decodeInvocation(key, data []byte) (*Invocation, error) {
 		Transport: rec.Transport, Task: rec.Task, PID: rec.PID, PIDStart: rec.PIDStart,
 		StartedAt: fromNanos(rec.StartedAt), FinishedAt: fromNanos(rec.FinishedAt),
 		Outcome: rec.Outcome, Reason: rec.Reason, ExitStatus: rec.ExitStatus, Detail: rec.Detail,
-		Enforcement: rec.Enforce, Effects: rec.Effects,
+		Enforcement: rec.Enforce, Effects: rec.Effects, Subject: rec.Subject, Issuer: rec.Issuer,
 	}
 	if rec.Attempt != nil {
 		inv.Attempt = *rec.Attempt
@@ -327,7 +334,7 @@ func toInvRec(inv *Invocation) *invocationRec {
 		Transport: inv.Transport, Task: inv.Task, PID: inv.PID, PIDStart: inv.PIDStart,
 		StartedAt: nanos(inv.StartedAt), FinishedAt: nanos(inv.FinishedAt),
 		Outcome: inv.Outcome, Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail,
-		Enforce: inv.Enforcement, Effects: inv.Effects,
+		Enforce: inv.Enforcement, Effects: inv.Effects, Subject: inv.Subject, Issuer: inv.Issuer,
 	}
 	if inv.Attempt != (Attempt{}) {
 		a := inv.Attempt

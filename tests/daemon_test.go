@@ -1260,14 +1260,17 @@ func testDaemonSymlinkedHome(t *testing.T, b *dtBins) {
 
 func dtCopy(t *testing.T, from, to string) {
 	t.Helper()
-	data, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(to, data, 0o755); err != nil {
+	// cp writes it, not this process: a file this process had open for
+	// writing could still be open in a child another goroutine is forking
+	// at that moment (until that child execs), and exec of the copy would
+	// then fail with ETXTBSY ("text file busy").
+	if out, err := exec.Command("cp", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s %s: %v\n%s", from, to, err, out)
+	}
+	if err := os.Chmod(to, 0o755); err != nil {
 		t.Fatal(err)
 	}
 }

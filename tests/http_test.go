@@ -221,8 +221,24 @@ func TestMCPOverHTTP(t *testing.T) {
 				}
 			}
 		}
-		if !strings.Contains(string(records), `"transport": "mcp"`) {
-			t.Errorf("records:\n%s", records)
+		// Each call is recorded with the caller it was verified as.
+		var recs []struct {
+			Command, Transport, Task, Subject, Issuer string
+		}
+		if err := json.Unmarshal(records, &recs); err != nil {
+			t.Fatal(err)
+		}
+		callers := map[string]int{}
+		for _, r := range recs {
+			callers[r.Command+" "+r.Task+" "+r.Subject+" "+r.Issuer+" "+r.Transport]++
+		}
+		if want := map[string]int{"test.web/probe agent alice https://idp.test mcp": 2, "test.web/other ops bob https://idp.test mcp": 2}; fmt.Sprint(callers) != fmt.Sprint(want) {
+			t.Errorf("recorded callers %v, want %v", callers, want)
+		}
+		plain := exec.Command(h.Rukh, "invocations", "list")
+		plain.Env = env
+		if out, _ := plain.Output(); !regexp.MustCompile(`test\.web/other +mcp +succeeded +bob \(https://idp\.test\)`).Match(out) {
+			t.Errorf("invocations list:\n%s", out)
 		}
 	})
 }

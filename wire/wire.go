@@ -271,6 +271,11 @@ type CallTool struct {
 	// answers with its outcome, as without Detach.
 	// docs/adr/0005-detached-runs-and-waits.md.
 	Detach bool `cbor:"detach,omitempty"`
+	// Subject and Issuer are the caller an HTTP request was verified as
+	// (its binding picked Task); recorded with the invocation. Empty for
+	// a local caller.
+	Subject string `cbor:"subject,omitempty"`
+	Issuer  string `cbor:"issuer,omitempty"`
 }
 
 // Cancel stops the operation in progress; Reason is "interrupted" or
