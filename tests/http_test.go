@@ -204,6 +204,30 @@ func TestMCPOverHTTP(t *testing.T) {
 			}
 		}
 
+		// The TypeScript SDK's Streamable HTTP transport, with the token
+		// in its requests' headers (where node and the SDK are installed).
+		if node, err := exec.LookPath("node"); err == nil && tsInstalled() {
+			js := exec.CommandContext(ctx, node, filepath.Join("mcp", "http.mjs"))
+			js.Env = append(os.Environ(), "RUKH_HTTP_URL="+base+"/mcp", "RUKH_HTTP_TOKEN="+alice,
+				"RUKH_HTTP_BAD_TOKEN="+is.token(t, "alice", func(c map[string]any) { c["aud"] = "https://other.test/mcp" }))
+			out, err := js.Output()
+			var rep struct {
+				OK      bool     `json:"ok"`
+				Tools   []string `json:"tools"`
+				Called  []struct{ Title, Outcome string }
+				Refused struct {
+					Status    int    `json:"status"`
+					Challenge string `json:"challenge"`
+				} `json:"refused"`
+			}
+			if err != nil || json.Unmarshal(out, &rep) != nil || !rep.OK || fmt.Sprint(rep.Tools) != "[Probe]" || len(rep.Called) != 1 || rep.Called[0].Outcome != "succeeded" ||
+				rep.Refused.Status != 401 || !strings.Contains(rep.Refused.Challenge, `error="invalid_token"`) {
+				t.Errorf("the TypeScript client over HTTP: %v\n%s %+v", err, out, rep)
+			}
+		} else if os.Getenv("CI") != "" {
+			t.Errorf("CI must run the TypeScript client over HTTP: node %v, tests/mcp/node_modules installed %v", err, tsInstalled())
+		}
+
 		// The token went nowhere: not to the command (its environment,
 		// argv, frame), not to the records.
 		got, err := os.ReadFile(seen)
@@ -232,7 +256,11 @@ func TestMCPOverHTTP(t *testing.T) {
 		for _, r := range recs {
 			callers[r.Command+" "+r.Task+" "+r.Subject+" "+r.Issuer+" "+r.Transport]++
 		}
-		if want := map[string]int{"test.web/probe agent alice https://idp.test mcp": 2, "test.web/other ops bob https://idp.test mcp": 2}; fmt.Sprint(callers) != fmt.Sprint(want) {
+		want := map[string]int{"test.web/probe agent alice https://idp.test mcp": 2, "test.web/other ops bob https://idp.test mcp": 2}
+		if tsInstalled() {
+			want["test.web/probe agent alice https://idp.test mcp"]++ // the TypeScript client's call
+		}
+		if fmt.Sprint(callers) != fmt.Sprint(want) {
 			t.Errorf("recorded callers %v, want %v", callers, want)
 		}
 		plain := exec.Command(h.Rukh, "invocations", "list")
@@ -271,4 +299,10 @@ func startHTTP(t *testing.T, rukh string, env []string) string {
 			return m[1]
 		}
 	}
+}
+
+// tsInstalled reports whether tests/mcp has the TypeScript SDK installed.
+func tsInstalled() bool {
+	_, err := os.Stat(filepath.Join("mcp", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	return err == nil
 }
