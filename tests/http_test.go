@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -85,40 +88,16 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // off loopback without TLS.
 func TestMCPOverHTTP(t *testing.T) {
 	forEachHost(t, func(t *testing.T, h *testHost) {
-		dir := testhome.TempDir(t)
-		is := newLocalIssuer(t, dir)
-		seen := filepath.Join(dir, "seen")
-		report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"ok"}}\n' "$RUKH_IPC_TOKEN" >&3`
-		rel := filepath.Join(dir, "src")
-		testhome.WriteFiles(t, rel, map[string]string{
-			// probe writes what it got: its environment, argv and first frame.
-			"bin/probe": "#!/bin/sh\n{ env; echo \"argv: $*\"; IFS= read -r frame <&3; echo \"frame: $frame\"; } > " + seen + "\n" + report + "\n",
-			"bin/other": "#!/bin/sh\n" + report + "\n",
-			"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.web","version":"1.0.0","publisher":"test","commands":[
-			{"id":"probe","path":["probe"],"summary":"Probe","execute":{"mapping":"managed","program":"bin/probe","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
-			{"id":"other","path":["other"],"summary":"Other","execute":{"mapping":"managed","program":"bin/other","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`,
-		})
-		home := filepath.Join(dir, "home")
-		a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
-		env := append(os.Environ(), "RUKH_HOME="+home)
-
+		f := newHTTPFixture(t)
+		is, seen, env := f.issuer, f.seen, f.env
 		// Without mcp.http, --http refuses to start.
 		noHTTP := exec.Command(h.Rukh, "mcp", "--http", "127.0.0.1:0")
 		noHTTP.Env = env
 		if out, err := noHTTP.CombinedOutput(); exitCode(err) == 0 || !strings.Contains(string(out), "the active profile has no mcp.http section") {
 			t.Fatalf("--http without mcp.http: exit %d\n%s", exitCode(err), out)
 		}
-		if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"web","cli":{"task":"owner"},"mcp":{"expose":["test.web/*"],"task":"agent",
-			"http":{"resource":"` + httpResource + `","authorizationServers":[{"issuer":"` + httpIssuer + `","jwksUri":"file://` + is.jwks + `"}],
-			        "requiredScopes":["rukh:call"],
-			        "bindings":[{"issuer":"` + httpIssuer + `","subject":"alice","task":"agent"},{"issuer":"` + httpIssuer + `","claim":"groups","value":"ops","task":"ops"}],
-			        "allowedOrigins":["https://app.test"]}},
-			"tasks":{"owner":{"commands":["*/*"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
-			         "agent":{"commands":["test.web/probe"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
-			         "ops":{"commands":["test.web/other"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
-			t.Fatal(err)
-		}
-		h.serve(t, home)
+		f.apply(t)
+		h.serve(t, f.home)
 		offLoopback := exec.Command(h.Rukh, "mcp", "--http", "0.0.0.0:0")
 		offLoopback.Env = env
 		if out, err := offLoopback.CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "is not a loopback address: serving tokens there needs TLS") {
@@ -271,6 +250,53 @@ func TestMCPOverHTTP(t *testing.T) {
 	})
 }
 
+// httpFixture is a home for the HTTP adapter: the release (probe, which
+// writes what it got to seen, and other), the tests' issuer, and its
+// profile (apply) binding alice to task agent (probe) and members of
+// group ops to task ops (other).
+type httpFixture struct {
+	dir, home, seen string
+	issuer          *localIssuer
+	admin           *admin.Admin
+	env             []string
+}
+
+func newHTTPFixture(t *testing.T) *httpFixture {
+	dir := testhome.TempDir(t)
+	is := newLocalIssuer(t, dir)
+	seen := filepath.Join(dir, "seen")
+	report := `printf '{"type":"complete","token":"%s","status":"succeeded","commandResult":{"kind":"text","text":"ok"}}\n' "$RUKH_IPC_TOKEN" >&3`
+	rel := filepath.Join(dir, "src")
+	testhome.WriteFiles(t, rel, map[string]string{
+		// probe writes what it got: its environment, argv and first frame.
+		"bin/probe": "#!/bin/sh\n{ env; echo \"argv: $*\"; IFS= read -r frame <&3; echo \"frame: $frame\"; } > " + seen + "\n" + report + "\n",
+		"bin/other": "#!/bin/sh\n" + report + "\n",
+		"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.web","version":"1.0.0","publisher":"test","commands":[
+		{"id":"probe","path":["probe"],"summary":"Probe","execute":{"mapping":"managed","program":"bin/probe","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
+		{"id":"other","path":["other"],"summary":"Other","execute":{"mapping":"managed","program":"bin/other","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`,
+	})
+	home := filepath.Join(dir, "home")
+	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
+	env := append(os.Environ(), "RUKH_HOME="+home)
+
+	return &httpFixture{dir: dir, home: home, seen: seen, issuer: is, admin: a, env: env}
+}
+
+// apply applies the fixture's profile with its mcp.http section.
+func (f *httpFixture) apply(t *testing.T) {
+	a, is := f.admin, f.issuer
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"web","cli":{"task":"owner"},"mcp":{"expose":["test.web/*"],"task":"agent",
+		"http":{"resource":"` + httpResource + `","authorizationServers":[{"issuer":"` + httpIssuer + `","jwksUri":"file://` + is.jwks + `"}],
+		        "requiredScopes":["rukh:call"],
+		        "bindings":[{"issuer":"` + httpIssuer + `","subject":"alice","task":"agent"},{"issuer":"` + httpIssuer + `","claim":"groups","value":"ops","task":"ops"}],
+		        "allowedOrigins":["https://app.test"]}},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
+		         "agent":{"commands":["test.web/probe"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
+		         "ops":{"commands":["test.web/other"],"deadlineMs":60000,"maxConcurrent":64,"enforcement":"host"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // startHTTP starts `rukh mcp --http 127.0.0.1:0` and returns its base URL,
 // read from the line it writes when it listens.
 func startHTTP(t *testing.T, rukh string, env []string) string {
@@ -305,4 +331,96 @@ func startHTTP(t *testing.T, rukh string, env []string) string {
 func tsInstalled() bool {
 	_, err := os.Stat(filepath.Join("mcp", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 	return err == nil
+}
+
+// Under load: 50 callers with valid tokens (each its own subject, bound
+// by group) and 50 with invalid ones at once, while a slow client holds
+// a connection open sending its headers a byte at a time. Every valid
+// call is answered and recorded once; every invalid one is refused 401
+// and recorded nowhere.
+func TestMCPOverHTTPLoad(t *testing.T) {
+	rukh, _ := hostBinaries(t)
+	f := newHTTPFixture(t)
+	f.apply(t)
+	base := startHTTP(t, rukh, f.env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+	defer cancel()
+
+	// The slow client: half a request line, then nothing.
+	slow, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	slow.Write([]byte("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthor"))
+
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		// Minted here: token fails the test with t.Fatal, which only the
+		// test's goroutine may call.
+		valid := f.issuer.token(t, fmt.Sprintf("user-%02d", i), func(c map[string]any) { c["groups"] = []string{"ops"} })
+		expired := f.issuer.token(t, fmt.Sprintf("user-%02d", i), func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() })
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			tok := valid
+			tr := &sdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tok}}, MaxRetries: -1}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "load", Version: "1"}, nil).Connect(ctx, tr, nil)
+			if err != nil {
+				errs <- fmt.Errorf("valid %d: connect: %v", i, err)
+				return
+			}
+			defer cs.Close()
+			res, err := cs.ListTools(ctx, nil)
+			if err != nil || len(res.Tools) != 1 {
+				errs <- fmt.Errorf("valid %d: list: %v", i, err)
+				return
+			}
+			if r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: res.Tools[0].Name}); err != nil || r.IsError {
+				errs <- fmt.Errorf("valid %d: call: %v %+v", i, err, r)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			tok := expired
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				errs <- fmt.Errorf("invalid %d: %v", i, err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 {
+				errs <- fmt.Errorf("invalid %d: status %d", i, resp.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	list := exec.Command(rukh, "invocations", "list", "--json", "-n", "0")
+	list.Env = f.env
+	out, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []struct{ Command, Subject, Outcome string }
+	json.Unmarshal(out, &recs)
+	seen := map[string]int{}
+	for _, r := range recs {
+		if r.Command != "test.web/other" || r.Outcome != "succeeded" {
+			t.Errorf("record %+v: only the valid calls are recorded, each succeeded", r)
+		}
+		seen[r.Subject]++
+	}
+	if len(recs) != n || len(seen) != n {
+		t.Errorf("%d records of %d subjects, want %d of %d", len(recs), len(seen), n, n)
+	}
 }

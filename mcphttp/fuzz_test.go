@@ -1,0 +1,70 @@
+package mcphttp
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Whatever arrives in an Authorization header, bearerToken returns a
+// token only for one "Bearer" header with credentials, and never panics.
+func FuzzBearerToken(f *testing.F) {
+	for _, s := range []string{"Bearer abc", "bearer abc", "Basic YQ==", "Bearer ", "Bearer", "", "Bearer  a b", "\x00Bearer x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		r.Header.Set("Authorization", header)
+		tok, ok := bearerToken(r)
+		if ok && tok == "" || !ok && tok != "" {
+			t.Fatalf("%q: token %q ok %v", header, tok, ok)
+		}
+	})
+}
+
+// Whatever arrives as a body, check answers with nil (let through) or a
+// JSON-RPC error response, and never panics.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `[]`, `{`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","requestState":""}}`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if out := check(body); out != nil && (len(out) < 2 || out[0] != '{') {
+			t.Fatalf("%q: refusal %q", body, out)
+		}
+	})
+}
+
+func TestBearerToken(t *testing.T) {
+	for _, tc := range []struct {
+		headers []string
+		token   string
+	}{
+		{[]string{"Bearer abc"}, "abc"}, {[]string{"bearer abc"}, "abc"}, {[]string{"Bearer  abc "}, "abc"},
+		{[]string{"Basic YWJj"}, ""}, {[]string{"Bearer"}, ""}, {[]string{"Bearer "}, ""}, {nil, ""},
+		{[]string{"Bearer a", "Bearer b"}, ""}, // two headers: refused, never one picked
+	} {
+		r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		for _, h := range tc.headers {
+			r.Header.Add("Authorization", h)
+		}
+		if tok, _ := bearerToken(r); tok != tc.token {
+			t.Errorf("%q: %q, want %q", tc.headers, tok, tc.token)
+		}
+	}
+}
+
+// The refusal of a body says what the stdio guard or the adapter says.
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, ""},
+		{`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, `"code":"jsonrpc_batch"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"x"}`, `json_duplicate_key`},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","inputResponses":{}}}`, `tools/call carries \"inputResponses\", but this server never asked for input`},
+	} {
+		out := string(check([]byte(tc.body)))
+		if tc.want == "" && out != "" || tc.want != "" && !strings.Contains(out, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.body, out, tc.want)
+		}
+	}
+}
