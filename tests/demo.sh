@@ -64,6 +64,14 @@ step rukh profile history
 go build -o "$RUKH_HOME/mcpdemo" ./tests/mcpdemo
 step "$RUKH_HOME/mcpdemo" "$PWD/bin/rukh" acme.greet/hello '{"name":"agent","times":2}'
 
+# An agent on another machine reaches the same tools over HTTP with an
+# OAuth bearer token: tests/httpdemo plays a local authorization server,
+# adds an mcp.http section trusting it to the profile, starts
+# `rukh mcp --http 127.0.0.1:0` and calls a tool with a token it minted.
+go build -o "$RUKH_HOME/httpdemo" ./tests/httpdemo
+step "$RUKH_HOME/httpdemo" "$PWD/bin/rukh" examples/profile.json acme.greet/hello '{"name":"remote agent","times":1}'
+step rukh invocations list -n 2
+
 # The owner can present the same commands as one dispatch tool (the agent
 # reads the catalog on demand and names commands as ops), and keep
 # destructive commands for a person's approval at a terminal. An agent
