@@ -424,3 +424,38 @@ func TestMCPOverHTTPLoad(t *testing.T) {
 		t.Errorf("%d records of %d subjects, want %d of %d", len(recs), len(seen), n, n)
 	}
 }
+
+// The MCP Inspector CLI (2.12) over HTTP with a bearer header lists and
+// calls the tools of the token's binding, on both protocol eras; without
+// the header it is refused (401) and asks for OAuth (auth_required).
+func TestInspectorOverHTTP(t *testing.T) {
+	in := inspectorInstall(t)
+	rukh, _ := hostBinaries(t)
+	f := newHTTPFixture(t)
+	f.apply(t)
+	base := startHTTP(t, rukh, f.env)
+	alice := f.issuer.token(t, "alice", nil)
+	for _, era := range []string{"modern", "legacy"} {
+		args := []string{"--cli", "--transport", "http", "--server-url", base + "/mcp", "--protocol-era", era}
+		r := in.run(t, nil, append(args, "--header", "Authorization: Bearer "+alice, "--method", "tools/list")...)
+		r.status0(t)
+		var list struct {
+			Tools []struct{ Name, Title string } `json:"tools"`
+		}
+		r.decode(t, &list)
+		if len(list.Tools) != 1 || list.Tools[0].Title != "Probe" {
+			t.Fatalf("%s: tools %+v, want alice's task's one, Probe", era, list.Tools)
+		}
+		r = in.run(t, nil, append(args, "--header", "Authorization: Bearer "+alice, "--method", "tools/call", "--tool-name", list.Tools[0].Name)...)
+		r.status0(t)
+		if !strings.Contains(string(r.stdout), `"outcome": "succeeded"`) && !strings.Contains(string(r.stdout), `"outcome":"succeeded"`) {
+			t.Errorf("%s: tools/call printed %s", era, r.stdout)
+		}
+		// Without one, the 401 sends it to the OAuth flow the metadata
+		// names, which it will not start without a terminal.
+		r = in.run(t, nil, append(args, "--method", "tools/list")...)
+		if r.status == 0 || !strings.Contains(string(r.stdout)+string(r.stderr), `"code":"auth_required"`) {
+			t.Errorf("%s: without a token: exit %d\n%s\n%s", era, r.status, r.stdout, r.stderr)
+		}
+	}
+}
