@@ -108,7 +108,7 @@ func serving(ctx context.Context, f *Factory, logw io.Writer, h seam.ToolHost, t
 	if p, err := f.Paths(); err == nil {
 		home = p.Data
 	}
-	page, err := h.ListTools(ctx, task, "")
+	page, err := h.ListTools(ctx, &wire.ListTools{Task: task})
 	if err != nil {
 		fmt.Fprintf(logw, "%s mcp: serving task %q of %s on stdio; listing its tools failed: %v\n", f.Name, task, home, err)
 		return

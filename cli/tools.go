@@ -146,7 +146,7 @@ func advertised(cmd *cobra.Command, f *Factory, task string) (string, []advertis
 	out := []advertisedTool{}
 	cursor := ""
 	for {
-		page, err := th.ListTools(cmd.Context(), task, cursor)
+		page, err := th.ListTools(cmd.Context(), &wire.ListTools{Task: task, Cursor: cursor})
 		if err != nil {
 			return "", nil, err
 		}

@@ -137,9 +137,9 @@ func (a *Auto) BindTask(ctx context.Context, task string) (string, error) {
 	}, func() (string, error) { return a.Local.BindTask(ctx, task) })
 }
 
-func (a *Auto) ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error) {
+func (a *Auto) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolPage, error) {
 	return do(ctx, a, func(s *thin.Session) (*wire.ToolPage, error) {
-		m, err := s.Do(ctx, &wire.Msg{ListTools: &wire.ListTools{Task: task, Cursor: cursor}}, nil, nil, nil)
+		m, err := s.Do(ctx, &wire.Msg{ListTools: list}, nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +147,7 @@ func (a *Auto) ListTools(ctx context.Context, task, cursor string) (*wire.ToolPa
 			return nil, wire.Errorf(wire.CodeInternal, "the daemon answered listTools with something else")
 		}
 		return m.ToolPage, nil
-	}, func() (*wire.ToolPage, error) { return a.Local.ListTools(ctx, task, cursor) })
+	}, func() (*wire.ToolPage, error) { return a.Local.ListTools(ctx, list) })
 }
 
 func (a *Auto) CallTool(ctx context.Context, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {

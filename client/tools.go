@@ -106,7 +106,9 @@ func (l *Local) BindTask(ctx context.Context, task string) (string, error) {
 	return task, nil
 }
 
-func (l *Local) ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error) {
+func (l *Local) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolPage, error) {
+	task, cursor := list.Task, list.Cursor
+	binding := cursorBinding(list)
 	ctx, cancel := context.WithTimeout(ctx, ListDeadline)
 	defer cancel()
 	p, prof, tools, err := l.visible(ctx, task)
@@ -124,7 +126,7 @@ func (l *Local) ListTools(ctx context.Context, task, cursor string) (*wire.ToolP
 		if err != nil {
 			return nil, storeError("cannot read the cursor key", err)
 		}
-		pos, ok := readCursor(key, cursor, p.Revision, task)
+		pos, ok := readCursor(key, cursor, p.Revision, binding)
 		if !ok || pos > len(tools) {
 			return nil, wire.Errorf(wire.CodeBadCursor,
 				"the cursor is invalid or from an older tool list (the profile changed); list the tools again from the start")
@@ -148,7 +150,7 @@ func (l *Local) ListTools(ctx context.Context, task, cursor string) (*wire.ToolP
 		if err != nil {
 			return nil, storeError("cannot read the cursor key", err)
 		}
-		page.NextCursor = makeCursor(key, p.Revision, task, end)
+		page.NextCursor = makeCursor(key, p.Revision, binding, end)
 	}
 	return page, nil
 }
@@ -163,9 +165,19 @@ func wireTool(t *projection.Tool) *wire.Tool {
 	return wt
 }
 
+// cursorBinding is what a cursor is bound to besides the revision: the
+// task and, over HTTP, the caller (one subject's cursor is useless to
+// another, even of the same task).
+func cursorBinding(list *wire.ListTools) string {
+	if list.Subject == "" {
+		return list.Task
+	}
+	return list.Task + "\x00" + list.Issuer + "\x00" + list.Subject
+}
+
 // A cursor is base64url(revision | position | HMAC-SHA256(key, revision |
-// position | task)[:16]): bound to the revision, the visibility binding and
-// the position, and useless once any of them changes.
+// position | binding)[:16]): bound to the revision, the visibility binding
+// and the position, and useless once any of them changes.
 func makeCursor(key []byte, rev uint64, task string, pos int) string {
 	buf := binary.BigEndian.AppendUint64(nil, rev)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(pos))

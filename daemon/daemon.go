@@ -523,7 +523,7 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 		}
 		reply(&wire.Msg{Bound: &wire.Bound{Task: task}})
 	case req.ListTools != nil:
-		page, err := s.Host.ListTools(ctx, req.ListTools.Task, req.ListTools.Cursor)
+		page, err := s.Host.ListTools(ctx, req.ListTools)
 		if err != nil {
 			fail(err)
 			return

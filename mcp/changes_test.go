@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,5 +169,40 @@ func TestToolsListChangedOnlyWhereAllowed(t *testing.T) {
 	}
 	if n := legacyRec.count("notifications/tools/list_changed"); n < 1 || n > revisions {
 		t.Errorf("the 2025-11-25 session got %d notifications for %d revisions, want 1 to %d", n, revisions, revisions)
+	}
+}
+
+// A cursor is bound to the caller that listed (over HTTP, its subject and
+// issuer), not only to the task: another caller of the same task cannot
+// page with it, and the same caller can.
+func TestCursorBoundToCaller(t *testing.T) {
+	dir, _ := home(t, 40, "test.*/*")
+	ctx := context.Background()
+	as := func(subject string) *sdk.ClientSession {
+		srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Name: "rukh", Version: "test", Stateless: true,
+			Binding: mcp.Binding{Task: "agent", Subject: subject, Issuer: "https://idp.test"}})
+		st, ct := sdk.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice, bob := as("alice"), as("bob")
+	first, err := alice.ListTools(ctx, nil)
+	if err != nil || first.NextCursor == "" {
+		t.Fatalf("first page: %v %+v", err, first)
+	}
+	if _, err := bob.ListTools(ctx, &sdk.ListToolsParams{Cursor: first.NextCursor}); err == nil || !strings.Contains(err.Error(), "list the tools again") {
+		t.Errorf("bob with alice's cursor: %v", err)
+	}
+	if next, err := alice.ListTools(ctx, &sdk.ListToolsParams{Cursor: first.NextCursor}); err != nil || len(next.Tools) == 0 {
+		t.Errorf("alice with her own cursor: %v", err)
 	}
 }

@@ -470,7 +470,7 @@ func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 	if err != nil {
 		return nil, hostError(err)
 	}
-	page, err := a.opts.Host.ListTools(ctx, task, cursor)
+	page, err := a.opts.Host.ListTools(ctx, &wire.ListTools{Task: task, Cursor: cursor, Subject: a.opts.Binding.Subject, Issuer: a.opts.Binding.Issuer})
 	if err != nil {
 		return nil, hostError(err)
 	}

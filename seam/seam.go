@@ -23,7 +23,9 @@ type ToolHost interface {
 	// BindTask checks that task (or, when empty, the profile's mcp.task)
 	// is defined, and returns its name.
 	BindTask(ctx context.Context, task string) (string, error)
-	ListTools(ctx context.Context, task, cursor string) (*wire.ToolPage, error)
+	// ListTools answers one page of list.Task's tools from list.Cursor;
+	// a cursor is bound to the task and the caller that listed.
+	ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolPage, error)
 	CallTool(ctx context.Context, call *wire.CallTool, opts CallOptions) (*wire.CallResult, error)
 	// WaitInvocations observes the invocations ids of task for at most
 	// timeout (0 looks once; at most wire.MaxWaitTimeoutMs) until every

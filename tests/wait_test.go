@@ -94,7 +94,7 @@ func autoHostOf(p paths.Paths, build string) *client.Auto {
 func (w *waitEnv) listTools() {
 	t := w.t
 	t.Helper()
-	page, err := w.host.ListTools(context.Background(), "agent", "")
+	page, err := w.host.ListTools(context.Background(), &wire.ListTools{Task: "agent"})
 	if err != nil {
 		t.Fatal(err)
 	}

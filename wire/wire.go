@@ -223,6 +223,10 @@ type Bound struct {
 type ListTools struct {
 	Task   string `cbor:"task"`
 	Cursor string `cbor:"cursor"`
+	// Subject and Issuer are the verified caller of an HTTP request: its
+	// cursors are its own (CallTool's, likewise).
+	Subject string `cbor:"subject,omitempty"`
+	Issuer  string `cbor:"issuer,omitempty"`
 }
 
 // ToolPage is one page of tools in name order.
