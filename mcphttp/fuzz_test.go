@@ -2,8 +2,11 @@ package mcphttp
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Whatever arrives in an Authorization header, bearerToken returns a
@@ -29,7 +32,7 @@ func FuzzCheck(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if out := check(body); out != nil && (len(out) < 2 || out[0] != '{') {
+		if _, out := check(body); out != nil && (len(out) < 2 || out[0] != '{') {
 			t.Fatalf("%q: refusal %q", body, out)
 		}
 	})
@@ -62,9 +65,31 @@ func TestCheck(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"x"}`, `json_duplicate_key`},
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","inputResponses":{}}}`, `tools/call carries \"inputResponses\", but this server never asked for input`},
 	} {
-		out := string(check([]byte(tc.body)))
+		_, refusal := check([]byte(tc.body))
+		out := string(refusal)
 		if tc.want == "" && out != "" || tc.want != "" && !strings.Contains(out, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.body, out, tc.want)
 		}
+	}
+}
+
+// A response over the bound is not sent: in its place, the JSON-RPC
+// error for the request's id that says why; one within it goes as it was.
+func TestBoundedWriter(t *testing.T) {
+	id, _ := jsonrpc.MakeID(float64(7))
+	small := &boundedWriter{header: http.Header{}, max: 10}
+	small.Header().Set("Content-Type", "application/json")
+	small.Write([]byte(`{"a":1}`))
+	rec := httptest.NewRecorder()
+	small.flush(rec, id)
+	if rec.Body.String() != `{"a":1}` || rec.Header().Get("Content-Type") != "application/json" || rec.Code != 200 {
+		t.Errorf("within the bound: %d %q %v", rec.Code, rec.Body, rec.Header())
+	}
+	big := &boundedWriter{header: http.Header{}, max: 10}
+	big.Write([]byte(`{"a":"0123456789"}`))
+	rec = httptest.NewRecorder()
+	big.flush(rec, id)
+	if got := rec.Body.String(); !strings.Contains(got, `"id":7`) || !strings.Contains(got, `"code":-32603`) || !strings.Contains(got, "the response is more than 10 bytes") || strings.Contains(got, "0123456789") {
+		t.Errorf("over the bound: %s", got)
 	}
 }

@@ -198,17 +198,22 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 		http.Error(w, fmt.Sprintf("origin %q is not allowed (mcp.http.allowedOrigins)", o), http.StatusForbidden)
 		return
 	}
+	var id jsonrpc.ID
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(guard.DefaultLimits().MaxMessage)))
 		if err != nil {
 			http.Error(w, fmt.Sprintf("the request body is more than %d bytes", guard.DefaultLimits().MaxMessage), http.StatusRequestEntityTooLarge)
 			return
 		}
-		if refusal := check(body); refusal != nil {
+		msg, refusal := check(body)
+		if refusal != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			w.Write(refusal)
 			return
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			id = req.ID
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
@@ -245,25 +250,78 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 		Host: h.opts.Host, Binding: mcp.Binding{Task: caller.Task, Subject: caller.Subject, Issuer: caller.Issuer},
 		Name: h.opts.Name, Version: h.opts.Version, Logger: h.opts.Logger, Stateless: true,
 	})
+	// The answer is one JSON document (JSONResponse), held until it is
+	// whole: one over the stdio guard's bound is replaced by an error,
+	// as on stdio.
+	out := &boundedWriter{header: http.Header{}, max: guard.DefaultLimits().MaxResponse}
 	sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.Server }, &sdk.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, Logger: h.opts.Logger,
-	}).ServeHTTP(w, r)
+	}).ServeHTTP(out, r)
+	out.flush(w, id)
+}
+
+// boundedWriter holds a response of at most max bytes.
+type boundedWriter struct {
+	header http.Header
+	status int
+	buf    bytes.Buffer
+	max    int
+	over   int // bytes refused beyond max
+}
+
+func (b *boundedWriter) Header() http.Header { return b.header }
+
+func (b *boundedWriter) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	if b.over > 0 || b.buf.Len()+len(p) > b.max {
+		b.over += len(p)
+		return 0, fmt.Errorf("the response is over %d bytes", b.max)
+	}
+	return b.buf.Write(p)
+}
+
+// flush sends the response held, or in its place the error that says it
+// was too large (for the request id).
+func (b *boundedWriter) flush(w http.ResponseWriter, id jsonrpc.ID) {
+	if b.over == 0 {
+		for k, v := range b.header {
+			w.Header()[k] = v
+		}
+		if b.status == 0 {
+			b.status = http.StatusOK
+		}
+		w.WriteHeader(b.status)
+		w.Write(b.buf.Bytes())
+		return
+	}
+	msg, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("the response is more than %d bytes, the limit of one message; nothing of it was sent (ask for less: fewer ops, a smaller result)", b.max)}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(msg)
 }
 
 // check applies the stdio guard's checks and the adapter's refusal of
-// unsolicited input to a request body; nil lets it through.
-func check(body []byte) []byte {
+// unsolicited input to a request body: the message, or the error
+// response to send instead.
+func check(body []byte) (jsonrpc.Message, []byte) {
 	msg, refusal, _ := guard.Check(body, guard.DefaultLimits())
 	if refusal != nil {
-		return refusal
+		return nil, refusal
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if e := mcp.Unsolicited(req); e != nil {
 			out, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: e})
-			return out
+			return nil, out
 		}
 	}
-	return nil
+	return msg, nil
 }
 
 // bearerToken is the credentials of an Authorization: Bearer header.
