@@ -128,19 +128,21 @@ func TestMCPOverHTTP(t *testing.T) {
 		none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)) + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"`+httpIssuer+`","sub":"alice","aud":"`+httpResource+`","exp":9999999999,"scope":"rukh:call"}`)) + "."
 		meta := `resource_metadata="https://tools.test/.well-known/oauth-protected-resource/mcp"`
 		for _, tc := range []struct {
-			name, auth, origin string
+			name, auth, origin, host string
 			status             int
 			challenge          string // a regexp of the WWW-Authenticate header
 		}{
-			{"no token", "", "", 401, `^Bearer ` + regexp.QuoteMeta(meta) + `, error="invalid_token", error_description="no bearer token`},
-			{"not bearer", "Basic YWxpY2U6eA==", "", 401, `error="invalid_token"`},
-			{"alg none", "Bearer " + none, "", 401, `error="invalid_token", error_description="not a JWT signed with an asymmetric algorithm`},
-			{"expired", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }), "", 401, `error_description="the token expired at `},
-			{"wrong audience", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["aud"] = "https://other.test/mcp" }), "", 401, `error_description="the token's audience`},
-			{"unknown issuer", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["iss"] = "https://evil.test" }), "", 401, `error_description="issuer 'https://evil.test' is not one this server accepts"`},
-			{"insufficient scope", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["scope"] = "openid" }), "", 403, `error="insufficient_scope", error_description="the token lacks scope 'rukh:call'; this server requires rukh:call", scope="rukh:call"`},
-			{"bound to no task", "Bearer " + is.token(t, "mallory", nil), "", 403, `^` + regexp.QuoteMeta(`Bearer `+meta) + `$`},
-			{"origin not allowed", "Bearer " + is.token(t, "alice", nil), "https://evil.test", 403, `^$`},
+			{"no token", "", "", "", 401, `^Bearer ` + regexp.QuoteMeta(meta) + `, error="invalid_token", error_description="no bearer token`},
+			{"not bearer", "Basic YWxpY2U6eA==", "", "", 401, `error="invalid_token"`},
+			{"alg none", "Bearer " + none, "", "", 401, `error="invalid_token", error_description="not a JWT signed with an asymmetric algorithm`},
+			{"expired", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }), "", "", 401, `error_description="the token expired at `},
+			{"wrong audience", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["aud"] = "https://other.test/mcp" }), "", "", 401, `error_description="the token's audience`},
+			{"unknown issuer", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["iss"] = "https://evil.test" }), "", "", 401, `error_description="issuer 'https://evil.test' is not one this server accepts"`},
+			{"insufficient scope", "Bearer " + is.token(t, "alice", func(c map[string]any) { c["scope"] = "openid" }), "", "", 403, `error="insufficient_scope", error_description="the token lacks scope 'rukh:call'; this server requires rukh:call", scope="rukh:call"`},
+			{"bound to no task", "Bearer " + is.token(t, "mallory", nil), "", "", 403, `^` + regexp.QuoteMeta(`Bearer `+meta) + `$`},
+			{"origin not allowed", "Bearer " + is.token(t, "alice", nil), "https://evil.test", "", 403, `^$`},
+			// DNS rebinding: a page of evil.test that resolved it to 127.0.0.1.
+			{"host not loopback", "Bearer " + is.token(t, "alice", nil), "", "evil.test", 403, `^$`},
 		} {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(initialize))
 			req.Header.Set("Content-Type", "application/json")
@@ -150,6 +152,9 @@ func TestMCPOverHTTP(t *testing.T) {
 			}
 			if tc.origin != "" {
 				req.Header.Set("Origin", tc.origin)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

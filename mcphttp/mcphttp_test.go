@@ -1,12 +1,15 @@
 package mcphttp
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/rukh-cli/rukh/bearer"
 )
 
 // Whatever arrives in an Authorization header, bearerToken returns a
@@ -91,5 +94,38 @@ func TestBoundedWriter(t *testing.T) {
 	big.flush(rec, id)
 	if got := rec.Body.String(); !strings.Contains(got, `"id":7`) || !strings.Contains(got, `"code":-32603`) || !strings.Contains(got, "the response is more than 10 bytes") || strings.Contains(got, "0123456789") {
 		t.Errorf("over the bound: %s", got)
+	}
+}
+
+// One caller gets MaxConcurrentCaller requests at once, all callers
+// MaxConcurrent; the next is refused (429) until one ends.
+func TestAdmit(t *testing.T) {
+	h := &Handler{slots: make(chan struct{}, MaxConcurrent), inUse: map[string]int{}}
+	alice := &bearer.Caller{Issuer: "https://idp.test", Subject: "alice"}
+	var releases []func()
+	for i := range MaxConcurrentCaller {
+		release, ok := h.admit(alice)
+		if !ok {
+			t.Fatalf("request %d of alice refused", i+1)
+		}
+		releases = append(releases, release)
+	}
+	if _, ok := h.admit(alice); ok {
+		t.Fatalf("request %d of alice admitted", MaxConcurrentCaller+1)
+	}
+	releases[0]()
+	if release, ok := h.admit(alice); !ok {
+		t.Fatal("a request of alice refused after one ended")
+	} else {
+		releases[0] = release
+	}
+	// Others fill the rest of the slots, and no more.
+	for i := MaxConcurrentCaller; i < MaxConcurrent; i++ {
+		if _, ok := h.admit(&bearer.Caller{Issuer: "https://idp.test", Subject: fmt.Sprint("u", i)}); !ok {
+			t.Fatalf("slot %d refused", i+1)
+		}
+	}
+	if _, ok := h.admit(&bearer.Caller{Issuer: "https://idp.test", Subject: "late"}); ok {
+		t.Errorf("request %d admitted", MaxConcurrent+1)
 	}
 }
