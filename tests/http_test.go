@@ -129,8 +129,8 @@ func TestMCPOverHTTP(t *testing.T) {
 		meta := `resource_metadata="https://tools.test/.well-known/oauth-protected-resource/mcp"`
 		for _, tc := range []struct {
 			name, auth, origin, host string
-			status             int
-			challenge          string // a regexp of the WWW-Authenticate header
+			status                   int
+			challenge                string // a regexp of the WWW-Authenticate header
 		}{
 			{"no token", "", "", "", 401, `^Bearer ` + regexp.QuoteMeta(meta) + `, error="invalid_token", error_description="no bearer token`},
 			{"not bearer", "Basic YWxpY2U6eA==", "", "", 401, `error="invalid_token"`},
