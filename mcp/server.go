@@ -90,8 +90,12 @@ func NewServer(opts Options) *Server {
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: err == nil}},
 		Logger:       opts.Logger,
 	})
-	if opts.Diagnostics != nil {
-		a.log = newLogQueue(opts.Diagnostics)
+	switch d := opts.Diagnostics.(type) {
+	case nil:
+	case *LogQueue:
+		a.diag = d // shared with other servers, and not this one's to close
+	default:
+		a.log = NewLogQueue(opts.Diagnostics)
 		a.diag = a.log
 	}
 	s.AddReceivingMiddleware(a.middleware)
@@ -374,7 +378,7 @@ type adapter struct {
 	why      atomic.Pointer[string]      // why life ended: the first reason given
 	conn     atomic.Pointer[sessionConn] // the session's connection, once connected
 	diag     io.Writer                   // the diagnostics log, one Write a line
-	log      *logQueue                   // the same, when there is one
+	log      *LogQueue                   // the same, when there is one
 	mu       sync.Mutex                  // orders begin against end
 	inflight sync.WaitGroup
 
@@ -580,12 +584,14 @@ func newProtocol(meta sdk.Meta) bool {
 	return ok && v >= "2026-07-28"
 }
 
-// logQueue is the diagnostics log of a session: each Write is one line,
+// LogQueue is the diagnostics log of a session (or, given as
+// Options.Diagnostics, of every server that shares it, such as the
+// per-request servers of HTTP): each Write is one line,
 // queued and written by one goroutine, so a log nobody reads (a stderr
 // pipe the MCP host never drains) can never block an invocation. When the
 // queue is full, lines are dropped and counted; the count is written as a
 // line once there is room again.
-type logQueue struct {
+type LogQueue struct {
 	lines   chan []byte
 	dropped atomic.Int64
 	done    chan struct{}
@@ -594,8 +600,8 @@ type logQueue struct {
 // logQueueLines bounds the lines waiting to be written.
 const logQueueLines = 1024
 
-func newLogQueue(w io.Writer) *logQueue {
-	q := &logQueue{lines: make(chan []byte, logQueueLines), done: make(chan struct{})}
+func NewLogQueue(w io.Writer) *LogQueue {
+	q := &LogQueue{lines: make(chan []byte, logQueueLines), done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
 		for line := range q.lines {
@@ -608,7 +614,7 @@ func newLogQueue(w io.Writer) *logQueue {
 	return q
 }
 
-func (q *logQueue) Write(p []byte) (int, error) {
+func (q *LogQueue) Write(p []byte) (int, error) {
 	select {
 	case q.lines <- append([]byte(nil), p...):
 	default:
@@ -618,7 +624,7 @@ func (q *logQueue) Write(p []byte) (int, error) {
 }
 
 // close writes what is queued, waiting at most wait.
-func (q *logQueue) close(wait time.Duration) {
+func (q *LogQueue) close(wait time.Duration) {
 	close(q.lines)
 	select {
 	case <-q.done:

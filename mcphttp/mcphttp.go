@@ -49,6 +49,10 @@ type Options struct {
 	Name    string // the CLI's name
 	Version string
 	Logger  *slog.Logger
+	// Diagnostics receives the diagnostics log of every request's calls
+	// (the bounded output of commands, their starts and outcomes),
+	// through one queue for all of them (mcp.LogQueue).
+	Diagnostics io.Writer
 	// KeySets gives an issuer's key set; nil: NewKeySet of its jwksUri.
 	KeySets func(profile.AuthorizationServer) *bearer.KeySet
 }
@@ -62,6 +66,7 @@ type Handler struct {
 	mu   sync.Mutex
 	conf *config // nil once the section is gone
 
+	diag   *mcp.LogQueue // shared by every request's server
 	slots  chan struct{}
 	callMu sync.Mutex
 	inUse  map[string]int // requests in flight by issuer + "\x00" + subject
@@ -85,6 +90,9 @@ func New(ctx context.Context, opts Options) (*Handler, error) {
 		opts.KeySets = func(as profile.AuthorizationServer) *bearer.KeySet { return bearer.NewKeySet(as.JWKSURI, nil, nil) }
 	}
 	h := &Handler{opts: opts, slots: make(chan struct{}, MaxConcurrent), inUse: map[string]int{}}
+	if opts.Diagnostics != nil {
+		h.diag = mcp.NewLogQueue(opts.Diagnostics)
+	}
 	if err := h.reload(ctx); err != nil {
 		return nil, err
 	}
@@ -246,10 +254,14 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 		return
 	}
 	defer release()
-	srv := mcp.NewServer(mcp.Options{
+	so := mcp.Options{
 		Host: h.opts.Host, Binding: mcp.Binding{Task: caller.Task, Subject: caller.Subject, Issuer: caller.Issuer},
 		Name: h.opts.Name, Version: h.opts.Version, Logger: h.opts.Logger, Stateless: true,
-	})
+	}
+	if h.diag != nil { // never a nil *LogQueue in the interface
+		so.Diagnostics = h.diag
+	}
+	srv := mcp.NewServer(so)
 	// The answer is one JSON document (JSONResponse), held until it is
 	// whole: one over the stdio guard's bound is replaced by an error,
 	// as on stdio.

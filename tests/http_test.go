@@ -104,7 +104,8 @@ func TestMCPOverHTTP(t *testing.T) {
 			t.Errorf("--http 0.0.0.0:0 without TLS: exit %d\n%s", exitCode(err), out)
 		}
 
-		base := startHTTP(t, h.Rukh, env)
+		var serverLog lockedBuffer
+		base := startHTTP(t, h.Rukh, env, &serverLog)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
 		defer cancel()
 
@@ -223,11 +224,16 @@ func TestMCPOverHTTP(t *testing.T) {
 		records, _ := list.Output()
 		for _, tok := range []string{alice, bob} {
 			sig := tok[strings.LastIndexByte(tok, '.')+1:]
-			for what, b := range map[string][]byte{"the command's environment, argv and frame": got, "the invocation records": records} {
+			for what, b := range map[string][]byte{"the command's environment, argv and frame": got, "the invocation records": records, "the server's log": []byte(serverLog.String())} {
 				if strings.Contains(string(b), sig) || strings.Contains(string(b), tok[:40]) {
 					t.Errorf("a token reached %s", what)
 				}
 			}
+		}
+		// The diagnostics log has the calls (their start and end), as on
+		// stdio.
+		if l := serverLog.String(); !strings.Contains(l, "start") || !strings.Contains(l, "end") {
+			t.Errorf("the server's diagnostics log:\n%s", l)
 		}
 		// Each call is recorded with the caller it was verified as.
 		var recs []struct {
@@ -303,8 +309,9 @@ func (f *httpFixture) apply(t *testing.T) {
 }
 
 // startHTTP starts `rukh mcp --http 127.0.0.1:0` and returns its base URL,
-// read from the line it writes when it listens.
-func startHTTP(t *testing.T, rukh string, env []string) string {
+// read from the line it writes when it listens; the rest of its stderr
+// (its log and the diagnostics log) goes to log, when given.
+func startHTTP(t *testing.T, rukh string, env []string, log ...io.Writer) string {
 	t.Helper()
 	cmd := exec.Command(rukh, "mcp", "--http", "127.0.0.1:0")
 	cmd.Env = env
@@ -326,7 +333,11 @@ func startHTTP(t *testing.T, rukh string, env []string) string {
 			t.Fatalf("rukh mcp --http never said where it listens: %v (%q)", err, line)
 		}
 		if m := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/mcp`).FindStringSubmatch(line); m != nil {
-			go io.Copy(io.Discard, r) // its later log
+			w := io.Discard
+			if len(log) > 0 {
+				w = log[0]
+			}
+			go io.Copy(w, r)
 			return m[1]
 		}
 	}
@@ -463,4 +474,22 @@ func TestInspectorOverHTTP(t *testing.T) {
 			t.Errorf("%s: without a token: exit %d\n%s\n%s", era, r.status, r.stdout, r.stderr)
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
