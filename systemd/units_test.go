@@ -135,11 +135,23 @@ func TestUnitsContract(t *testing.T) {
 			t.Errorf("rukhd.service sets %s=%s: %s", key, strings.Join(v, " "), why)
 		}
 	}
+	// The HTTP adapter's unit: rukh mcp --http on its instance's address,
+	// stopped as rukhd is, and no more sandboxed than it.
+	http := parseUnit(t, "rukh-mcp-http@.service")
+	want(http, "rukh-mcp-http@.service", "[Service]", "ExecStart", "/usr/bin/rukh mcp --http %i")
+	want(http, "rukh-mcp-http@.service", "[Service]", "KillMode", "mixed")
+	want(http, "rukh-mcp-http@.service", "[Service]", "Restart", "on-failure")
+	want(http, "rukh-mcp-http@.service", "[Install]", "WantedBy", "default.target")
+	for key, why := range forbidden {
+		if v := http.get("[Service]", key); v != nil {
+			t.Errorf("rukh-mcp-http@.service sets %s=%s: %s", key, strings.Join(v, " "), why)
+		}
+	}
 	for _, file := range []struct {
 		name    string
 		u       unit
 		section string
-	}{{"rukhd.socket", sock, "[Socket]"}, {"rukhd.service", svc, "[Service]"}} {
+	}{{"rukhd.socket", sock, "[Socket]"}, {"rukhd.service", svc, "[Service]"}, {"rukh-mcp-http@.service", http, "[Service]"}} {
 		if keys := file.u.undocument[file.section]; len(keys) > 0 {
 			t.Errorf("%s: %s directives without a comment saying why: %s", file.name, file.section, strings.Join(keys, ", "))
 		}
@@ -176,7 +188,7 @@ func verify(t *testing.T, sa, rukhd string, edit func(name, text string) string)
 		}
 	}
 	var paths []string
-	for _, name := range []string{"rukhd.socket", "rukhd.service"} {
+	for _, name := range UnitNames {
 		data, err := Units.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -186,6 +198,14 @@ func verify(t *testing.T, sa, rukhd string, edit func(name, text string) string)
 			const exec = "\nExecStart=/usr/bin/rukhd "
 			if strings.Count(text, exec) != 1 {
 				t.Fatalf("rukhd.service has no single %q line", exec[1:])
+			}
+			text = strings.Replace(text, exec, "\nExecStart="+rukhd+" ", 1)
+		}
+		if name == "rukh-mcp-http@.service" {
+			// verify checks that the program exists: any built one will do.
+			const exec = "\nExecStart=/usr/bin/rukh "
+			if strings.Count(text, exec) != 1 {
+				t.Fatalf("%s has no single %q line", name, exec[1:])
 			}
 			text = strings.Replace(text, exec, "\nExecStart="+rukhd+" ", 1)
 		}

@@ -157,7 +157,7 @@ func build(o options) (string, error) {
 	if err := os.Mkdir(units, 0o755); err != nil {
 		return "", err
 	}
-	for _, unit := range []string{"rukhd.socket", "rukhd.service"} {
+	for _, unit := range systemd.UnitNames {
 		data, err := systemd.Units.ReadFile(unit)
 		if err != nil {
 			return "", err

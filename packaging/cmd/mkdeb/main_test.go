@@ -239,6 +239,7 @@ func TestDeb(t *testing.T) {
 		"/usr/bin/rukh-sandbox":                          0o755,
 		"/usr/lib/systemd/user/rukhd.socket":             0o644,
 		"/usr/lib/systemd/user/rukhd.service":            0o644,
+		"/usr/lib/systemd/user/rukh-mcp-http@.service":   0o644,
 		"/usr/share/bash-completion/completions/rukh":    0o644,
 		"/usr/share/zsh/vendor-completions/_rukh":        0o644,
 		"/usr/share/fish/vendor_completions.d/rukh.fish": 0o644,
@@ -307,7 +308,7 @@ func TestDeb(t *testing.T) {
 	})
 
 	t.Run("units", func(t *testing.T) {
-		for _, unit := range []string{"rukhd.socket", "rukhd.service"} {
+		for _, unit := range systemd.UnitNames {
 			src, err := systemd.Units.ReadFile(unit)
 			if err != nil {
 				t.Fatal(err)
