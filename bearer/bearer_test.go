@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/rukh-cli/rukh/bearer"
+	"github.com/rukh-cli/rukh/internal/testjwt"
 	"github.com/rukh-cli/rukh/profile"
 )
 
@@ -64,20 +64,11 @@ func (is *issuer) jwks(extra ...jose.JSONWebKey) []byte {
 
 // mint signs claims with the issuer's key kid ("rsa-1" or "ec-1").
 func (is *issuer) mint(t testing.TB, kid string, claims any) string {
-	t.Helper()
 	key := jose.SigningKey{Algorithm: jose.RS256, Key: is.rsa}
 	if kid == "ec-1" {
 		key = jose.SigningKey{Algorithm: jose.ES256, Key: is.ec}
 	}
-	signer, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(signer).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return testjwt.Mint(key, kid, claims)
 }
 
 type clock struct {
@@ -221,15 +212,7 @@ func TestVerify(t *testing.T) {
 
 // mintKID signs with the issuer's RSA key under another key id.
 func mintKID(t testing.TB, is *issuer, kid string, claims any) string {
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.rsa}, (&jose.SignerOptions{}).WithHeader("kid", kid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(signer).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return testjwt.Mint(jose.SigningKey{Algorithm: jose.RS256, Key: is.rsa}, kid, claims)
 }
 
 // A key id the set does not hold makes it read the set again, at most
@@ -262,8 +245,7 @@ func TestKeyRotation(t *testing.T) {
 	// The issuer rotates: a new key, published in the set.
 	next, _ := rsa.GenerateKey(rand.Reader, 2048)
 	os.WriteFile(file, a.jwks(jose.JSONWebKey{Key: &next.PublicKey, KeyID: "rsa-2", Algorithm: "RS256", Use: "sig"}), 0o600)
-	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: next}, (&jose.SignerOptions{}).WithHeader("kid", "rsa-2"))
-	rotated, _ := jwt.Signed(signer).Claims(std(c, idp, "alice")).Serialize()
+	rotated := testjwt.Mint(jose.SigningKey{Algorithm: jose.RS256, Key: next}, "rsa-2", std(c, idp, "alice"))
 	if _, err := v.Verify(ctx, rotated); err == nil {
 		t.Fatal("a new key found within MinRefetch of the last read")
 	}

@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/internal/testjwt"
 )
 
 const (
@@ -60,15 +60,7 @@ func (is *localIssuer) token(t *testing.T, sub string, edit func(map[string]any)
 	if edit != nil {
 		edit(c)
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(signer).Claims(c).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return testjwt.Mint(jose.SigningKey{Algorithm: jose.RS256, Key: is.key}, "k1", c)
 }
 
 // bearerTransport adds Authorization: Bearer to every request.
@@ -104,7 +96,7 @@ func TestMCPOverHTTP(t *testing.T) {
 			t.Errorf("--http 0.0.0.0:0 without TLS: exit %d\n%s", exitCode(err), out)
 		}
 
-		var serverLog lockedBuffer
+		var serverLog testhome.Buffer
 		base := startHTTP(t, h.Rukh, env, &serverLog)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
 		defer cancel()
@@ -474,22 +466,4 @@ func TestInspectorOverHTTP(t *testing.T) {
 			t.Errorf("%s: without a token: exit %d\n%s\n%s", era, r.status, r.stdout, r.stderr)
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

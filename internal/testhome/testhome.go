@@ -5,6 +5,7 @@ package testhome
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -211,3 +213,26 @@ func ExitOf(pid int, bound time.Duration) error {
 		return nil
 	}
 }
+
+// Buffer is a bytes.Buffer that a writer (a process's output, a logger)
+// and the test may use at once.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Bytes is a copy of what was written so far.
+func (b *Buffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// String is what was written so far.
+func (b *Buffer) String() string { return string(b.Bytes()) }

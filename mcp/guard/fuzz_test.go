@@ -7,24 +7,13 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/rukh-cli/rukh/internal/strictjson"
+	"github.com/rukh-cli/rukh/internal/testhome"
 )
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
 
 var integerID = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
@@ -88,7 +77,7 @@ func FuzzGuardRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		var out lockedBuffer
+		var out testhome.Buffer
 		mc, err := Stdio(bytes.NewReader(in), &out, lim, nil).Connect(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -129,7 +118,7 @@ func FuzzGuardRead(f *testing.F) {
 			t.Fatalf("handed to the SDK:\n%#v\nwant\n%#v", got, want)
 		}
 
-		answers := bytes.Split(out.buf.Bytes(), []byte("\n"))
+		answers := bytes.Split(out.Bytes(), []byte("\n"))
 		if n := len(answers) - 1; n > refused || len(answers[n]) != 0 {
 			t.Fatalf("%d answers (last %q) to %d refused lines", n, answers[n], refused)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/internal/testhome"
 	"io"
 	"log/slog"
 	"reflect"
@@ -621,8 +622,8 @@ func TestTruncate(t *testing.T) {
 // output, and that a flood of them is counted rather than logged line by
 // line.
 func TestRefusalLog(t *testing.T) {
-	var logs lockedBuffer
-	var out lockedBuffer
+	var logs testhome.Buffer
+	var out testhome.Buffer
 	lim := testLimits()
 	lim.QueueMessages = 1000
 	in := strings.Repeat("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",}\n", maxLoggedRefusals+10)
@@ -636,13 +637,13 @@ func TestRefusalLog(t *testing.T) {
 	}
 	c.Close()
 	waitDone(t, c.writeDone, "write")
-	if n := strings.Count(out.buf.String(), `"error":{"code":-32700`); n != maxLoggedRefusals+10 {
+	if n := strings.Count(out.String(), `"error":{"code":-32700`); n != maxLoggedRefusals+10 {
 		t.Errorf("%d answers, want %d", n, maxLoggedRefusals+10)
 	}
-	if strings.Contains(out.buf.String(), "level=") {
+	if strings.Contains(out.String(), "level=") {
 		t.Error("a log entry reached the output")
 	}
-	l := logs.buf.String()
+	l := logs.String()
 	if n := strings.Count(l, "refused an incoming message"); n != maxLoggedRefusals {
 		t.Errorf("%d refusals logged one by one, want %d", n, maxLoggedRefusals)
 	}

@@ -25,8 +25,9 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rukh-cli/rukh/internal/testjwt"
 )
 
 const (
@@ -127,11 +128,9 @@ func run(rukh, profilePath, identity, args string) error {
 	}()
 
 	mint := func(aud string) string {
-		signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "demo-1"))
 		now := time.Now()
-		tok, _ := jwt.Signed(signer).Claims(map[string]any{"iss": issuer, "sub": "demo", "aud": aud, "scope": "rukh:call",
-			"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix()}).Serialize()
-		return tok
+		return testjwt.Mint(jose.SigningKey{Algorithm: jose.RS256, Key: key}, "demo-1", map[string]any{"iss": issuer, "sub": "demo", "aud": aud,
+			"scope": "rukh:call", "iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix()})
 	}
 	token := mint(resource)
 	fmt.Printf("\na token for sub \"demo\", aud %s: %s…\n", resource, token[:32])
