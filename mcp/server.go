@@ -79,15 +79,14 @@ func NewServer(opts Options) *Server {
 	life, stop := context.WithCancel(context.Background())
 	a := &adapter{opts: opts, life: life, stop: stop}
 	var revisions <-chan uint64
-	err := errors.New("stateless")
 	if !opts.Stateless {
-		revisions, err = opts.Host.WatchRevisions(life)
-		if err != nil && opts.Logger != nil {
+		var err error
+		if revisions, err = opts.Host.WatchRevisions(life); err != nil && opts.Logger != nil {
 			opts.Logger.Warn("clients will not be told when the owner changes the tools: "+err.Error(), "listChanged", false)
 		}
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: err == nil}},
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: revisions != nil}},
 		Logger:       opts.Logger,
 	})
 	switch d := opts.Diagnostics.(type) {
@@ -100,7 +99,7 @@ func NewServer(opts Options) *Server {
 	}
 	s.AddReceivingMiddleware(a.middleware)
 	srv := &Server{Server: s, a: a}
-	if err == nil {
+	if revisions != nil {
 		go srv.notifyRevisions(revisions)
 	}
 	return srv
