@@ -287,12 +287,16 @@ func newHTTPFixture(t *testing.T) *httpFixture {
 
 // apply applies the fixture's profile with its mcp.http section.
 func (f *httpFixture) apply(t *testing.T) {
-	a, is := f.admin, f.issuer
-	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"web","cli":{"task":"owner"},"mcp":{"expose":["test.web/*"],"task":"agent",
-		"http":{"resource":"` + httpResource + `","authorizationServers":[{"issuer":"` + httpIssuer + `","jwksUri":"file://` + is.jwks + `"}],
+	f.applyWith(t, `,"http":{"resource":"`+httpResource+`","authorizationServers":[{"issuer":"`+httpIssuer+`","jwksUri":"file://`+f.issuer.jwks+`"}],
 		        "requiredScopes":["rukh:call"],
-		        "bindings":[{"issuer":"` + httpIssuer + `","subject":"alice","task":"agent"},{"issuer":"` + httpIssuer + `","claim":"groups","value":"ops","task":"ops"}],
-		        "allowedOrigins":["https://app.test"]}},
+		        "bindings":[{"issuer":"`+httpIssuer+`","subject":"alice","task":"agent"},{"issuer":"`+httpIssuer+`","claim":"groups","value":"ops","task":"ops"}],
+		        "allowedOrigins":["https://app.test"]}`)
+}
+
+// applyWith applies the fixture's profile with http, the mcp.http member
+// as JSON text (",\"http\":{…}", or "" for none).
+func (f *httpFixture) applyWith(t *testing.T, http string) {
+	if _, _, err := f.admin.ApplyProfile([]byte(`{"endpointNamespace":"web","cli":{"task":"owner"},"mcp":{"expose":["test.web/*"],"task":"agent"` + http + `},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
 		         "agent":{"commands":["test.web/probe"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
 		         "ops":{"commands":["test.web/other"],"deadlineMs":60000,"maxConcurrent":64,"enforcement":"host"}}}`)); err != nil {
@@ -466,4 +470,52 @@ func TestInspectorOverHTTP(t *testing.T) {
 			t.Errorf("%s: without a token: exit %d\n%s\n%s", era, r.status, r.stdout, r.stderr)
 		}
 	}
+}
+
+// The server follows the owner's profile without a restart: a binding
+// removed refuses its callers once the revision is published (403), and
+// mcp.http removed refuses every request (503); the other binding keeps
+// working in between.
+func TestMCPOverHTTPFollowsTheProfile(t *testing.T) {
+	rukh, _ := hostBinaries(t)
+	f := newHTTPFixture(t)
+	f.apply(t)
+	base := startHTTP(t, rukh, f.env)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	alice, bob := f.issuer.token(t, "alice", nil), f.issuer.token(t, "bob", func(c map[string]any) { c["groups"] = []string{"ops"} })
+	status := func(tok string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// until asks until tok gets want: the server reloads the section when
+	// the revision's beacon reaches it, which nothing outside it observes;
+	// the bound is a hang guard.
+	until := func(tok string, want int, what string) {
+		t.Helper()
+		for end := time.Now().Add(dtHangGuard); status(tok) != want; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("%s: still %d after %s, want %d", what, status(tok), dtHangGuard, want)
+			}
+		}
+	}
+	if a, b := status(alice), status(bob); a != 200 || b != 200 {
+		t.Fatalf("before: alice %d, bob %d", a, b)
+	}
+	f.applyWith(t, `,"http":{"resource":"`+httpResource+`","authorizationServers":[{"issuer":"`+httpIssuer+`","jwksUri":"file://`+f.issuer.jwks+`"}],
+		"bindings":[{"issuer":"`+httpIssuer+`","subject":"alice","task":"agent"}]}`)
+	until(bob, 403, "bob after his binding was removed")
+	if s := status(alice); s != 200 {
+		t.Errorf("alice after bob's binding was removed: %d", s)
+	}
+	f.applyWith(t, "")
+	until(alice, 503, "alice after mcp.http was removed")
 }
