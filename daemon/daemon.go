@@ -232,7 +232,10 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		s.active.Add(1)
 		go func() {
 			defer func() {
+				// The slot is free before the peer sees the connection
+				// end: a client that saw it end may connect again at once.
 				s.conns.Add(-1)
+				c.Close()
 				s.active.Done()
 				select {
 				case s.activity <- struct{}{}:
@@ -336,10 +339,9 @@ func (s *Server) serveManage(ctx context.Context, c *wire.Conn, uc *net.UnixConn
 
 // serveConn serves one connection: peer check, hello, one operation.
 func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
-	c := wire.NewConn(uc)
+	c := wire.NewConn(uc) // closed by Serve, once the slot is free
 	c.WriteTimeout = writeWait
 	c.Budget = s.budget
-	defer c.Close()
 	uid, pid, err := wire.PeerCred(uc)
 	if err != nil || uid != os.Getuid() {
 		s.warnf("refused a connection from another user", "uid", uid, "error", err)

@@ -58,13 +58,16 @@ type Options struct {
 }
 
 // Handler serves one home's MCP endpoint and its protected resource
-// metadata, configured by the active profile's mcp.http section, which
-// it reads again at each new revision.
+// metadata, configured by the active profile's mcp.http section, which it
+// checks at every request: a change the owner publishes (a binding
+// removed, the section removed) applies to the next request.
 type Handler struct {
 	opts Options
 
-	mu   sync.Mutex
-	conf *config // nil once the section is gone
+	mu       sync.Mutex
+	loaded   bool    // revision was read
+	revision uint64  // the revision conf is of
+	conf     *config // nil when that revision has no section
 
 	diag   *mcp.LogQueue // shared by every request's server
 	slots  chan struct{}
@@ -75,7 +78,6 @@ type Handler struct {
 // config is one revision's section, with its verifier.
 type config struct {
 	http     *profile.HTTP
-	revision uint64
 	verifier *bearer.Verifier
 	keys     map[string]*bearer.KeySet
 }
@@ -83,8 +85,7 @@ type config struct {
 // ErrNoSection is returned by New when the profile has no mcp.http.
 var ErrNoSection = fmt.Errorf("the active profile has no mcp.http section, so nothing is served over HTTP (local MCP never enables it); add one: see docs/mcp.md, \"Over HTTP\"")
 
-// New reads the section and returns the handler; it keeps the section
-// current until ctx ends.
+// New reads the section and returns the handler.
 func New(ctx context.Context, opts Options) (*Handler, error) {
 	if opts.KeySets == nil {
 		opts.KeySets = func(as profile.AuthorizationServer) *bearer.KeySet { return bearer.NewKeySet(as.JWKSURI, nil, nil) }
@@ -93,62 +94,49 @@ func New(ctx context.Context, opts Options) (*Handler, error) {
 	if opts.Diagnostics != nil {
 		h.diag = mcp.NewLogQueue(opts.Diagnostics)
 	}
-	if err := h.reload(ctx); err != nil {
+	c, err := h.current(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if h.conf == nil {
+	if c == nil {
 		return nil, ErrNoSection
-	}
-	if revisions, err := opts.Host.WatchRevisions(ctx); err == nil {
-		go func() {
-			for range revisions {
-				if err := h.reload(ctx); err != nil && opts.Logger != nil {
-					opts.Logger.Error("mcp http: cannot read the new revision's mcp.http; keeping the last", "error", err)
-				}
-			}
-		}()
-	} else if opts.Logger != nil {
-		opts.Logger.Warn("mcp http: the owner's changes to mcp.http take effect at the next start", "error", err)
 	}
 	return h, nil
 }
 
-// reload reads the active revision's section; key sets of issuers that
-// stay are kept (with what they fetched).
-func (h *Handler) reload(ctx context.Context) error {
+// current is the active revision's section (nil when it has none): read
+// again, and its verifier built, only when the revision changed; key sets
+// of issuers that stay are kept (with what they fetched).
+func (h *Handler) current(ctx context.Context) (*config, error) {
 	sec, err := h.opts.Host.HTTPSection(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(sec.Section) == 0 {
-		if h.conf != nil && h.opts.Logger != nil {
-			h.opts.Logger.Warn("mcp http: the owner removed mcp.http; every request is refused", "revision", sec.Revision)
+	if h.loaded && sec.Revision == h.revision {
+		return h.conf, nil
+	}
+	var conf *config
+	if len(sec.Section) > 0 {
+		var ph profile.HTTP
+		if err := json.Unmarshal(sec.Section, &ph); err != nil {
+			return nil, err
 		}
-		h.conf = nil
-		return nil
-	}
-	var ph profile.HTTP
-	if err := json.Unmarshal(sec.Section, &ph); err != nil {
-		return err
-	}
-	keys := map[string]*bearer.KeySet{}
-	for _, as := range ph.AuthorizationServers {
-		if old := h.conf; old != nil && old.keys[as.Issuer] != nil && slices.ContainsFunc(old.http.AuthorizationServers, func(o profile.AuthorizationServer) bool { return o == as }) {
-			keys[as.Issuer] = old.keys[as.Issuer]
-		} else {
-			keys[as.Issuer] = h.opts.KeySets(as)
+		keys := map[string]*bearer.KeySet{}
+		for _, as := range ph.AuthorizationServers {
+			if old := h.conf; old != nil && old.keys[as.Issuer] != nil && slices.ContainsFunc(old.http.AuthorizationServers, func(o profile.AuthorizationServer) bool { return o == as }) {
+				keys[as.Issuer] = old.keys[as.Issuer]
+			} else {
+				keys[as.Issuer] = h.opts.KeySets(as)
+			}
 		}
+		conf = &config{http: &ph, keys: keys, verifier: bearer.NewVerifier(&ph, keys, nil)}
+	} else if h.conf != nil && h.opts.Logger != nil {
+		h.opts.Logger.Warn("mcp http: the owner removed mcp.http; every request is refused", "revision", sec.Revision)
 	}
-	h.conf = &config{http: &ph, revision: sec.Revision, keys: keys, verifier: bearer.NewVerifier(&ph, keys, nil)}
-	return nil
-}
-
-func (h *Handler) current() *config {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.conf
+	h.loaded, h.revision, h.conf = true, sec.Revision, conf
+	return conf, nil
 }
 
 // MetadataPaths are where the protected resource metadata is served
@@ -157,7 +145,11 @@ var MetadataPaths = []string{"/.well-known/oauth-protected-resource" + Path, "/.
 
 // ServeHTTP routes the metadata and the endpoint.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := h.current()
+	c, err := h.current(r.Context())
+	if err != nil {
+		http.Error(w, "cannot read the owner's profile: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	if c == nil {
 		http.Error(w, "the owner's profile no longer has mcp.http: nothing is served over HTTP", http.StatusServiceUnavailable)
 		return
