@@ -131,18 +131,9 @@ func TestToolsListChangedOnlyWhereAllowed(t *testing.T) {
 	ctx := context.Background()
 	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
 	session := func(version string, opts *sdk.ClientOptions) (*sdk.ClientSession, *recorder) {
-		st, ct := sdk.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ss.Close() })
-		rec := &recorder{Transport: ct}
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, rec, &sdk.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
+		var rec *recorder
+		cs := connectTo(t, srv, func(ct sdk.Transport) sdk.Transport { rec = &recorder{Transport: ct}; return rec },
+			opts, &sdk.ClientSessionOptions{ProtocolVersion: version})
 		return cs, rec
 	}
 	quiet, quietRec := session("2026-07-28", nil) // no handler: it does not subscribe
@@ -181,18 +172,7 @@ func TestCursorBoundToCaller(t *testing.T) {
 	as := func(subject string) *sdk.ClientSession {
 		srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Name: "rukh", Version: "test", Stateless: true,
 			Binding: mcp.Binding{Task: "agent", Subject: subject, Issuer: "https://idp.test"}})
-		st, ct := sdk.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ss.Close() })
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+		return connectTo(t, srv, nil, nil, nil)
 	}
 	alice, bob := as("alice"), as("bob")
 	first, err := alice.ListTools(ctx, nil)

@@ -73,15 +73,27 @@ func connect(t *testing.T, dir string) *sdk.ClientSession {
 // connectWith is connect with the client's and its session's options.
 func connectWith(t *testing.T, dir string, opts *sdk.ClientOptions, sessOpts *sdk.ClientSessionOptions) *sdk.ClientSession {
 	t.Helper()
-	ctx := context.Background()
 	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	return connectTo(t, srv, nil, opts, sessOpts)
+}
+
+// connectTo connects a go-sdk client to a new session of srv over an
+// in-memory transport, which wrap, when given, wraps on the client's side;
+// both end when t does.
+func connectTo(t *testing.T, srv *mcp.Server, wrap func(sdk.Transport) sdk.Transport, opts *sdk.ClientOptions, sessOpts *sdk.ClientSessionOptions) *sdk.ClientSession {
+	t.Helper()
+	ctx := context.Background()
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, sessOpts)
+	var transport sdk.Transport = ct
+	if wrap != nil {
+		transport = wrap(ct)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, transport, sessOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
