@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/atomicfile"
 	"github.com/rukh-cli/rukh/store"
 )
 
@@ -224,28 +225,9 @@ func (c *Core) savePendingOnce(p *pendingOutcome) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, "."+p.ID+"-*")
-	if err != nil {
-		return "", err
-	}
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
 	name := filepath.Join(dir, p.ID+".json")
-	if err == nil {
-		err = os.Rename(tmp.Name(), name)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.Replace(name, append(data, '\n'), 0o600); err != nil {
 		return "", err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return name, nil
 }

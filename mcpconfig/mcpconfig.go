@@ -15,6 +15,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+
+	"github.com/rukh-cli/rukh/internal/atomicfile"
 )
 
 // Scopes of a client's configuration.
@@ -260,68 +262,17 @@ func (c *Client) Write(path string, s *Server, force bool, now string) (backup s
 		}
 		mode = fi.Mode().Perm()
 		backup = path + ".bak-" + now
-		if err := writeNew(backup, data, mode); err != nil {
+		if err := atomicfile.WriteNew(backup, data, mode); err != nil {
 			return "", fmt.Errorf("back up %s: %w; nothing was written", path, err)
 		}
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	if err := replace(path, out, mode); err != nil {
+	if err := atomicfile.Replace(path, out, mode); err != nil {
 		if backup != "" {
 			os.Remove(backup)
 		}
 		return "", err
 	}
 	return backup, nil
-}
-
-// writeNew writes a file that must not exist yet, synced.
-func writeNew(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if serr := f.Sync(); werr == nil {
-		werr = serr
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(path)
-	}
-	return werr
-}
-
-// replace puts data at path at once: a temporary file beside it, synced
-// and renamed over it, and the directory synced.
-func replace(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // gone after the rename; removed on failure
-	_, werr := tmp.Write(data)
-	if err := tmp.Chmod(mode); werr == nil {
-		werr = err
-	}
-	if err := tmp.Sync(); werr == nil {
-		werr = err
-	}
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr != nil {
-		return werr
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }

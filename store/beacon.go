@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/rukh-cli/rukh/internal/atomicfile"
 )
 
 // The revision beacon tells long-lived presentations (`rukh mcp`) that the
@@ -35,14 +37,7 @@ func (s *Store) announce(n uint64) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+BeaconFile+"-")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.WriteString(strconv.FormatUint(n, 10) + "\n")
-	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
-		os.Remove(tmp.Name())
-	}
+	atomicfile.Replace(path, []byte(strconv.FormatUint(n, 10)+"\n"), 0o600)
 }
 
 // readBeacon reads the revision the beacon at path names; 0 when there is

@@ -12,7 +12,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/rukh-cli/rukh/internal/atomicfile"
 )
 
 // PEM block types of key files.
@@ -155,25 +156,7 @@ func writeNew(path string, data []byte, perm fs.FileMode) (err error) {
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("%s already exists; choose another name or remove it first: %w", path, fs.ErrExist)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	if err := tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	if err := atomicfile.WriteNew(path, data, perm); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%s already exists; choose another name or remove it first: %w", path, fs.ErrExist)
 		}
