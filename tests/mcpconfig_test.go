@@ -12,6 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
 // `rukh mcp config` prints an entry that really starts this rukh serving
@@ -47,7 +49,7 @@ func TestMCPConfigStartsTheSameServer(t *testing.T) {
 
 		_, _, want := o.mcp(t, ctx, h.Rukh)
 		client := exec.CommandContext(ctx, entry.Command, entry.Args...)
-		client.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + testhomeDir(t)}
+		client.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + testhome.TempDir(t)}
 		for k, v := range entry.Env {
 			client.Env = append(client.Env, k+"="+v)
 		}
@@ -109,10 +111,4 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
-}
-
-func testhomeDir(t *testing.T) string {
-	dir := filepath.Join(t.TempDir(), "home")
-	os.MkdirAll(dir, 0o700)
-	return dir
 }
