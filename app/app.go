@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/rukh-cli/rukh/cli"
-	"github.com/rukh-cli/rukh/daemon"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/paths"
@@ -40,24 +40,14 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 // and returns its exit status. When the CLI's daemon answers, the whole
 // command line runs there (thin.Forward); otherwise here. It is the CLI as
 // one binary that links the core (tests use it so); the reference
-// binaries split it: the thin `rukh` (thin.Main) and the core, CoreMain.
+// binaries split it: the thin `rukh` (thin.Main) and the core, NAMEd
+// (daemon.Main).
 func Main(cfg Config, args []string) int {
 	fds.MarkInherited()
 	if status, ok := thin.Forward(cfg.Name, args); ok {
 		return status
 	}
 	return Local(cfg, args)
-}
-
-// CoreMain is the main of the core binary, NAMEd: the daemon, or — with
-// thin.CoreFlag first — one command line run in this process, which the
-// thin client execs when no daemon serves it.
-func CoreMain(cfg Config, args []string) int {
-	if len(args) > 0 && args[0] == thin.CoreFlag {
-		fds.MarkInherited()
-		return Local(cfg, args[1:])
-	}
-	return daemon.Main(cfg.Name, args)
 }
 
 // Local runs the command line in this process, with the process's
@@ -85,6 +75,7 @@ func Local(cfg Config, args []string) int {
 // Run runs the CLI in this process with explicit streams and environment
 // ("KEY=value" pairs), for tests and embedders.
 func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, environ []string) int {
+	cliname.Set(cfg.Name)
 	getenv := func(key string) string {
 		for i := len(environ) - 1; i >= 0; i-- {
 			if k, v, ok := strings.Cut(environ[i], "="); ok && k == key {

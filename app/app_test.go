@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
 )
@@ -147,5 +149,43 @@ func TestLockedStore(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "locked by another process") {
 		t.Errorf("stderr %q does not explain the lock", &errOut)
+	}
+}
+
+// An embedder's CLI is named in the messages the core's packages make
+// (item 4 of the thin-client issue): what to run next names acme, not
+// rukh.
+func TestEmbedderNameInMessages(t *testing.T) {
+	t.Cleanup(func() { cliname.Set(app.Rukh.Name) })
+	acme := app.Config{Name: "acme"}
+	home := t.TempDir()
+	run := func(args ...string) (int, string) {
+		var errOut bytes.Buffer
+		ios := cli.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut}
+		return app.Run(context.Background(), acme, args, ios, environ("ACME_HOME", home)), errOut.String()
+	}
+	if got, stderr := run("profile", "apply", "-f", "testdata/profile.json"); got != 0 {
+		t.Fatalf("profile apply: exit %d: %s", got, stderr)
+	}
+	junk := filepath.Join(t.TempDir(), "x.tar.gz")
+	if err := os.WriteFile(junk, []byte("not an archive"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, stderr := run("ext", "install", junk)
+	if want := "; make one with `acme ext pack`"; got == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("install of a file that is no archive: exit %d, stderr %q; want it to say %q", got, stderr, want)
+	}
+
+	s, err := store.Open(filepath.Join(home, "data", "store.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, stderr = run("profile", "show")
+	if want := "most likely acmed or another acme command; run `acme daemon status`, or retry"; got != cli.ExitTempFail || !strings.Contains(stderr, want) {
+		t.Errorf("locked store: exit %d, stderr %q; want %d saying %q", got, stderr, cli.ExitTempFail, want)
+	}
+	if strings.Contains(stderr, "rukh") {
+		t.Errorf("stderr names rukh: %q", stderr)
 	}
 }

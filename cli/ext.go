@@ -7,8 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/spf13/cobra"
 )
 
@@ -26,9 +26,9 @@ func newExtCmd(f *Factory) *cobra.Command {
 		newExtListCmd(f),
 		newExtShowCmd(f),
 		newExtRefCmd(f, "remove PACKAGE[@VERSION]|sha256:HEX", "Uninstall a release (deactivating it if active)",
-			client.Host.Remove),
-		newExtRefCmd(f, "activate PACKAGE[@VERSION]|sha256:HEX", "Make an installed release its package's active version", client.Host.Activate),
-		newExtRefCmd(f, "deactivate PACKAGE", "Remove a package's commands from the CLI and MCP; keep it installed", client.Host.Deactivate),
+			(*local.Host).Remove),
+		newExtRefCmd(f, "activate PACKAGE[@VERSION]|sha256:HEX", "Make an installed release its package's active version", (*local.Host).Activate),
+		newExtRefCmd(f, "deactivate PACKAGE", "Remove a package's commands from the CLI and MCP; keep it installed", (*local.Host).Deactivate),
 	)
 	return cmd
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/trust"
 	"github.com/spf13/cobra"
 )
@@ -248,7 +248,7 @@ func newExtShowCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func newExtRefCmd(f *Factory, use, short string, run func(h client.Host, ctx context.Context, ref string) (*admin.Result, error)) *cobra.Command {
+func newExtRefCmd(f *Factory, use, short string, run func(h *local.Host, ctx context.Context, ref string) (*admin.Result, error)) *cobra.Command {
 	verb := strings.Fields(use)[0]
 	return &cobra.Command{
 		Use:   use,

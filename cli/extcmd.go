@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/values"
 	"github.com/spf13/cobra"
@@ -154,7 +154,7 @@ func (s *stringsFlag) IsBoolFlag() bool { return s.boolean }
 // command: flags and positionals from its declared inputs, typed by
 // values when it runs (never by the flag parser, so `--count 1.5` fails
 // exactly as MCP {"count": 1.5} does).
-func newExtensionCmd(f *Factory, host client.Host, t *invoke.Target) *cobra.Command {
+func newExtensionCmd(f *Factory, host *local.Host, t *invoke.Target) *cobra.Command {
 	c := t.Command
 	passthrough := c.Execute.Mapping == descriptor.Passthrough
 	var positionals []descriptor.Input

@@ -13,6 +13,7 @@ import (
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/thin"
@@ -38,7 +39,7 @@ type Factory struct {
 
 	// NewHost, when set, gives the Host instead of an in-process one that
 	// opens the store per operation: rukhd runs the CLI on its warm core.
-	NewHost func() (client.Host, error)
+	NewHost func() (*local.Host, error)
 	// OnInvocation, when set, learns each invocation's id as it starts
 	// (rukhd tells the thin client, so a lost daemon can be reported).
 	OnInvocation func(id string)
@@ -53,13 +54,13 @@ type Factory struct {
 	// `doctor`.
 	HostNote string
 
-	host client.Host
+	host *local.Host
 }
 
 // Host returns the Host the CLI talks to: nothing else of the core is
 // reachable from a command. It is built on first use, so help and
 // completion of built-ins never touch the disk.
-func (f *Factory) Host() (client.Host, error) {
+func (f *Factory) Host() (*local.Host, error) {
 	if f.host != nil {
 		return f.host, nil
 	}
@@ -78,12 +79,12 @@ func (f *Factory) Host() (client.Host, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &ExitError{Status: ExitTempFail, Err: err}
 	}
-	local := client.NewLocal(p.Data)
+	h := local.New(p.Data)
 	// A daemon started while this command line's call runs records its
 	// outcome at once (client.NewAuto).
-	local.FinishThrough(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()})
-	f.host = local
-	return f.host, nil
+	h.FinishThrough(client.Settler(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}))
+	f.host = h
+	return h, nil
 }
 
 // Abs makes a path the user typed absolute against the working directory
@@ -101,13 +102,7 @@ func (f *Factory) Abs(p string) string {
 // operation; in the daemon, its own core.
 func (f *Factory) ToolHost() (seam.ToolHost, error) {
 	if f.NewHost != nil {
-		h, err := f.Host()
-		if err != nil {
-			return nil, err
-		}
-		if th, ok := h.(seam.ToolHost); ok {
-			return th, nil
-		}
+		return f.Host()
 	}
 	p, err := f.Paths()
 	if err != nil {
@@ -116,7 +111,7 @@ func (f *Factory) ToolHost() (seam.ToolHost, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &ExitError{Status: ExitTempFail, Err: err}
 	}
-	return client.NewAuto(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, client.NewLocal(p.Data)), nil
+	return client.NewAuto(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, local.New(p.Data)), nil
 }
 
 // BuildVersion is the module version of this build, or "devel"; see

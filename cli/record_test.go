@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/cli"
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/store/storetest"
@@ -43,13 +43,13 @@ func TestRecordHelper(t *testing.T) {
 		r.Pass = 0
 	}
 	core.Store, core.FinishRetry = r, 300*time.Millisecond
-	os.Exit(runCLI(core.DataDir, client.NewLocalCore(core), os.Stdout, os.Stderr))
+	os.Exit(runCLI(core.DataDir, local.NewCore(core), os.Stdout, os.Stderr))
 }
 
-func runCLI(data string, host client.Host, stdout, stderr *os.File) int {
+func runCLI(data string, host *local.Host, stdout, stderr *os.File) int {
 	f := &cli.Factory{Name: "rukh", IO: cli.IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr},
 		Paths: func() (paths.Paths, error) { return paths.Resolve("rukh", os.Getenv) }, Dir: data, Env: os.Environ(),
-		NewHost: func() (client.Host, error) { return host, nil }}
+		NewHost: func() (*local.Host, error) { return host, nil }}
 	return cli.Execute(context.Background(), f, []string{"ok"})
 }
 
@@ -151,7 +151,7 @@ func TestUnrecordedOutcome(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer next.Close()
-			if got := runCLI(data, client.NewLocal(data), next, next); got != 0 {
+			if got := runCLI(data, local.New(data), next, next); got != 0 {
 				t.Errorf("the next call exited %d", got)
 			}
 			invs, err = core.Invocations(0)

@@ -10,10 +10,10 @@ import (
 
 // TestOnlyTheHost keeps the seam of docs/architecture.md §3 (invariant
 // I1): commands reach the core
-// only through client.Host, never by opening the store or building an
+// only through a local.Host (Factory.Host), never by opening the store or building an
 // admin or invocation core of their own.
 func TestOnlyTheHost(t *testing.T) {
-	forbidden := regexp.MustCompile(`\b(store\.Open|admin\.New|invoke\.New|client\.NewLocal)\(`)
+	forbidden := regexp.MustCompile(`\b(store\.Open|admin\.New|invoke\.New|local\.New)\(`)
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestOnlyTheHost(t *testing.T) {
 		for _, m := range forbidden.FindAllIndex(src, -1) {
 			line := strings.Count(string(src[:m[0]]), "\n") + 1
 			call := string(src[m[0]:m[1]])
-			if name == "factory.go" && call == "client.NewLocal(" {
+			if name == "factory.go" && call == "local.New(" {
 				continue // the one place the Host is chosen
 			}
 			t.Errorf("%s:%d calls %s; go through Factory.Host", name, line, call)

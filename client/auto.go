@@ -1,3 +1,7 @@
+// Package client is how a long-lived presentation reaches a host: Auto
+// serves seam.ToolHost (`rukh mcp`) from the daemon when one answers and
+// from an in-process local.Host otherwise, choosing per operation, so a
+// client started before or after the daemon keeps working.
 package client
 
 import (
@@ -5,6 +9,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
@@ -19,7 +25,7 @@ import (
 // never a silent fallback.
 type Auto struct {
 	Dialer thin.Dialer
-	Local  *Local
+	Local  *local.Host
 }
 
 var _ seam.ToolHost = (*Auto)(nil)
@@ -27,14 +33,15 @@ var _ seam.ToolHost = (*Auto)(nil)
 // NewAuto returns the Auto of d and local. A call local runs that a
 // daemon's start outlives is recorded by that daemon at once
 // (invoke.Core.Elsewhere).
-func NewAuto(d thin.Dialer, local *Local) *Auto {
-	local.FinishThrough(d)
-	return &Auto{Dialer: d, Local: local}
+func NewAuto(d thin.Dialer, l *local.Host) *Auto {
+	l.FinishThrough(Settler(d))
+	return &Auto{Dialer: d, Local: l}
 }
 
-// FinishThrough has a call this in-process host runs be recorded by the
-// daemon d reaches, when one started (and holds the store) while it ran.
-func (l *Local) FinishThrough(d thin.Dialer) { l.core.Elsewhere = daemonSettler{d} }
+// Settler is the daemon d reaches, as the invoke.Settler of an in-process
+// host (local.Host.FinishThrough): a call that host runs while a daemon
+// starts is recorded by that daemon at once.
+func Settler(d thin.Dialer) invoke.Settler { return daemonSettler{d} }
 
 // daemonSettler is invoke.Settler over the daemon's socket: a daemon of
 // this build answers, and commits the outcomes saved aside when asked.

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/cli"
-	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/store"
@@ -35,7 +35,7 @@ type Server struct {
 	Name      string // the CLI's name, e.g. "rukh"
 	Paths     paths.Paths
 	Build     string // this build's id
-	Host      *client.Local
+	Host      *local.Host
 	Logger    *slog.Logger
 	Activated bool // the listener came from systemd
 	// Idle ends Serve after this long with no connection and nothing
@@ -611,7 +611,7 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp in
 		Paths:        func() (paths.Paths, error) { return s.Paths, nil },
 		Dir:          e.Dir,
 		Env:          e.Env,
-		NewHost:      func() (client.Host, error) { return s.Host, nil },
+		NewHost:      func() (*local.Host, error) { return s.Host, nil },
 		OnInvocation: onStart,
 		Spawner:      sp,
 		CallerPID:    caller,

@@ -14,9 +14,11 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
-	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/fds"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
@@ -36,10 +38,18 @@ const (
 // client to release the store.
 const storeWait = 10 * time.Second
 
-// Main runs rukhd for the CLI name with args and the process's
-// environment and signals, and returns its exit status.
-func Main(name string, args []string) int {
+// Main is the main of the core binary, NAMEd, for the CLI cfg names: with
+// thin.CoreFlag first, one command line run in this process (app.Local),
+// which the thin client execs when no daemon serves it; otherwise the
+// daemon, with args and the process's environment and signals. It returns
+// the exit status.
+func Main(cfg app.Config, args []string) int {
 	fds.MarkInherited()
+	if len(args) > 0 && args[0] == thin.CoreFlag {
+		return app.Local(cfg, args[1:])
+	}
+	name := cfg.Name
+	cliname.Set(name)
 	fs := flag.NewFlagSet(name+"d", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	idle := fs.Duration("idle-timeout", 0, "exit after this long with no client and nothing running (0: never)")
@@ -146,7 +156,7 @@ func New(name string, p paths.Paths, logger *slog.Logger) (*Server, error) {
 	}
 	held := store.NewHeld(st)
 	return &Server{Name: name, Paths: p, Build: buildid.ID(), Logger: logger,
-		Host: client.NewHeld(p.Data, held, os.Getuid()), store: held}, nil
+		Host: local.NewHeld(p.Data, held, os.Getuid()), store: held}, nil
 }
 
 // Listen returns the socket systemd passed (socket activation) or, when

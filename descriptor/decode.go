@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 	"github.com/rukh-cli/rukh/resultschema"
 )
@@ -87,7 +88,7 @@ func decodeRoot(p *problems, root *strictjson.Value) *Descriptor {
 		return nil
 	}
 	if schema != FormatV1 && schema != FormatV2 {
-		p.add(CodeUnsupportedSchema, "/schema", "%q is not a descriptor format this build supports (%s, %s); upgrade rukh or republish the release", schema, FormatV1, FormatV2)
+		p.add(CodeUnsupportedSchema, "/schema", "%q is not a descriptor format this build supports (%s, %s); upgrade "+cliname.Name()+" or republish the release", schema, FormatV1, FormatV2)
 		return nil
 	}
 	d := &Descriptor{Schema: schema}

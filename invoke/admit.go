@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/values"
@@ -154,7 +155,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		return &Outcome{Outcome: Rejected, Reason: ReasonStoreUnavailable, Message: err.Error()}, err
 	}
 	if asked != nil {
-		out := rejected(ReasonApprovalRequired, "%s is %s and task %q runs such calls only with the owner's approval: the owner runs `rukh approve %s` at a terminal, then this same call, made again before %s, runs once",
+		out := rejected(ReasonApprovalRequired, "%s is %s and task %q runs such calls only with the owner's approval: the owner runs "+cliname.Cmd("approve %s")+" at a terminal, then this same call, made again before %s, runs once",
 			t.Command.Identity, asked.EffectClass, ad.taskName, asked.ID, asked.ExpiresAt.Format(time.RFC3339))
 		out.Attempt.ApprovalID = asked.ID
 		out.InvocationID = inv.ID

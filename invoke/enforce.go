@@ -10,23 +10,22 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/sandbox"
 	"golang.org/x/sys/unix"
 )
 
-// HelperName is the enforcement helper's file name: it is looked for
-// beside the running executable, then on $PATH.
-const HelperName = "rukh-sandbox"
-
+// findHelper finds the enforcement helper, NAME-sandbox
+// (cliname.Helper): beside the running executable, then on $PATH.
 var findHelper = sync.OnceValue(func() string {
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), HelperName)
+		p := filepath.Join(filepath.Dir(exe), cliname.Helper())
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p
 		}
 	}
-	p, _ := exec.LookPath(HelperName)
+	p, _ := exec.LookPath(cliname.Helper())
 	return p
 })
 
@@ -63,7 +62,7 @@ func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, gran
 	}
 	if e.helper == "" {
 		return nil, rejected(ReasonEnforcementUnavailable,
-			"the task's enforcement is %q, but %s is not installed beside this program or on $PATH; nothing was run", e.profile, HelperName)
+			"the task's enforcement is %q, but %s is not installed beside this program or on $PATH; nothing was run", e.profile, cliname.Helper())
 	}
 	spec := &sandbox.Spec{Profile: e.profile}
 	for _, l := range []struct {
@@ -184,11 +183,11 @@ func (c *Core) Enforceable() map[string]string {
 	for _, p := range []string{profile.EnforceHost, profile.EnforceRestricted, profile.EnforceStrict} {
 		if helper == "" && p == profile.EnforceHost {
 			out[p] = "applied: scrubbed environment, descriptors 0-2 and the channel only, own process group, dies with its host; " +
-				"what the command starts outside its group is NOT tracked: install " + HelperName + " beside this program or on $PATH"
+				"what the command starts outside its group is NOT tracked: install " + cliname.Helper() + " beside this program or on $PATH"
 			continue
 		}
 		if helper == "" {
-			out[p] = "NOT available: " + HelperName + " is not installed beside this program or on $PATH; calls of such tasks are refused"
+			out[p] = "NOT available: " + cliname.Helper() + " is not installed beside this program or on $PATH; calls of such tasks are refused"
 			continue
 		}
 		spec := &sandbox.Spec{Profile: p, Probe: true}

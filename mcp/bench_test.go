@@ -15,6 +15,7 @@ import (
 	"github.com/rukh-cli/rukh/daemon"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/seam"
@@ -43,7 +44,7 @@ func daemonHost(b *testing.B, dir string) seam.ToolHost {
 		<-done
 		srv.Close()
 	})
-	return client.NewAuto(thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, client.NewLocal(p.Data))
+	return client.NewAuto(thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
 }
 
 // benchHome installs n exposed, eligible commands (packages of 500) whose
@@ -121,7 +122,7 @@ func listAllB(b *testing.B, cs *sdk.ClientSession) int {
 // and from the go-sdk's own static registry holding the same tools.
 func BenchmarkList(b *testing.B) {
 	dir, _ := benchHome(b, 2000)
-	host := client.NewLocal(filepath.Join(dir, "data"))
+	host := local.New(filepath.Join(dir, "data"))
 	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
 	p, _, err := host.Projection(context.Background())
 	if err != nil {
@@ -167,7 +168,7 @@ func BenchmarkList(b *testing.B) {
 // and against that fork/exec alone.
 func BenchmarkCall(b *testing.B) {
 	dir, prog := benchHome(b, 10)
-	host := client.NewLocal(filepath.Join(dir, "data"))
+	host := local.New(filepath.Join(dir, "data"))
 	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
 	p, _, err := host.Projection(context.Background())
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp"
 )
 
@@ -129,7 +129,7 @@ func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func TestToolsListChangedOnlyWhereAllowed(t *testing.T) {
 	dir, a := home(t, 2, "test.*/*")
 	ctx := context.Background()
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	srv := mcp.NewServer(mcp.Options{Host: local.New(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
 	session := func(version string, opts *sdk.ClientOptions) (*sdk.ClientSession, *recorder) {
 		var rec *recorder
 		cs := connectTo(t, srv, func(ct sdk.Transport) sdk.Transport { rec = &recorder{Transport: ct}; return rec },
@@ -170,7 +170,7 @@ func TestCursorBoundToCaller(t *testing.T) {
 	dir, _ := home(t, 40, "test.*/*")
 	ctx := context.Background()
 	as := func(subject string) *sdk.ClientSession {
-		srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Name: "rukh", Version: "test", Stateless: true,
+		srv := mcp.NewServer(mcp.Options{Host: local.New(filepath.Join(dir, "data")), Name: "rukh", Version: "test", Stateless: true,
 			Binding: mcp.Binding{Task: "agent", Subject: subject, Issuer: "https://idp.test"}})
 		return connectTo(t, srv, nil, nil, nil)
 	}

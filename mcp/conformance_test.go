@@ -12,8 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp"
 )
 
@@ -30,7 +30,7 @@ type rawSession struct {
 
 func newRawSession(t *testing.T, dir string) *rawSession {
 	t.Helper()
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	srv := mcp.NewServer(mcp.Options{Host: local.New(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
 	toServer, fromClient := io.Pipe()
 	toClient, fromServer := io.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
@@ -201,7 +201,7 @@ func TestUnsolicitedContinuationRefused(t *testing.T) {
 	}
 	// Nothing ran for the refused calls: one invocation per subtest, the
 	// plain call after the refusal.
-	invs, err := client.NewLocal(filepath.Join(dir, "data")).Invocations(context.Background(), 100)
+	invs, err := local.New(filepath.Join(dir, "data")).Invocations(context.Background(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestStopInterruptsCalls(t *testing.T) {
 	s := newRawSession(t, dir)
 	name := s.firstTool(meta2026)
 	s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":%q,"arguments":{},%s}}`, name, meta2026))
-	host := client.NewLocal(filepath.Join(dir, "data"))
+	host := local.New(filepath.Join(dir, "data"))
 	waitOpen(t, host)
 	s.stop() // what SIGTERM does to `rukh mcp`
 	select {
@@ -256,7 +256,7 @@ func slowSleepHome(t *testing.T) string {
 }
 
 // waitOpen waits until the newest invocation is recorded and still open.
-func waitOpen(t *testing.T, host *client.Local) {
+func waitOpen(t *testing.T, host *local.Host) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second) // a hang guard
 	for {
@@ -287,7 +287,7 @@ func TestUnreadDiagnosticsLogDoesNotBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, never := io.Pipe() // a log whose reader never reads
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test", Diagnostics: never})
+	srv := mcp.NewServer(mcp.Options{Host: local.New(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test", Diagnostics: never})
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st, nil)
 	if err != nil {
@@ -334,7 +334,7 @@ func TestRepeatedRequestIDRunsOnce(t *testing.T) {
 	if r := call(`"11"`); !strings.Contains(string(r["result"]), `"outcome":"succeeded"`) {
 		t.Errorf(`id "11" after 11: %s %s`, r["result"], r["error"])
 	}
-	invs, err := client.NewLocal(filepath.Join(dir, "data")).Invocations(context.Background(), 100)
+	invs, err := local.New(filepath.Join(dir, "data")).Invocations(context.Background(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}

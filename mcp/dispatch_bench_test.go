@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp"
 )
 
@@ -87,7 +87,7 @@ func BenchmarkCall16Separate(b *testing.B) {
 func connectB(b *testing.B, dir string) *sdk.ClientSession {
 	b.Helper()
 	ctx := context.Background()
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	srv := mcp.NewServer(mcp.Options{Host: local.New(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {

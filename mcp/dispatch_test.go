@@ -13,8 +13,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp"
 	"github.com/rukh-cli/rukh/wire"
 )
@@ -248,7 +248,7 @@ var invocationIDs = regexp.MustCompile(`"invocationId":"[0-9a-f]{32}"`)
 // outcome/reason".
 func records(t *testing.T, a *admin.Admin) []string {
 	t.Helper()
-	h := client.NewLocal(a.DataDir)
+	h := local.New(a.DataDir)
 	invs, err := h.Invocations(context.Background(), 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -474,7 +474,7 @@ func TestDispatchDetachAndWait(t *testing.T) {
 func TestDispatchProgress(t *testing.T) {
 	dir, _ := dispatchHome(t)
 	ctx := context.Background()
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	srv := mcp.NewServer(mcp.Options{Host: local.New(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
@@ -543,7 +543,7 @@ func TestDispatchApproval(t *testing.T) {
 	if again := firstOp(t, cs, name, op); again["approvalId"] != id {
 		t.Errorf("the op repeated before the answer: %v, want approval %s", again, id)
 	}
-	if _, err := client.NewLocal(filepath.Join(dir, "data")).Approve(context.Background(), id); err != nil {
+	if _, err := local.New(filepath.Join(dir, "data")).Approve(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	if ran := firstOp(t, cs, name, op); ran["ok"] != true || ran["outcome"] != "succeeded" {

@@ -15,8 +15,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp"
 )
 
@@ -73,7 +73,7 @@ func connect(t *testing.T, dir string) *sdk.ClientSession {
 // connectWith is connect with the client's and its session's options.
 func connectWith(t *testing.T, dir string, opts *sdk.ClientOptions, sessOpts *sdk.ClientSessionOptions) *sdk.ClientSession {
 	t.Helper()
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	srv := mcp.NewServer(mcp.Options{Host: local.New(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
 	return connectTo(t, srv, nil, opts, sessOpts)
 }
 
@@ -262,7 +262,7 @@ func TestClientCancel(t *testing.T) {
 	if err == nil {
 		t.Fatal("a cancelled call returned a result")
 	}
-	host := client.NewLocal(filepath.Join(dir, "data"))
+	host := local.New(filepath.Join(dir, "data"))
 	for {
 		invs, err := host.Invocations(context.Background(), 1)
 		if err != nil {
@@ -359,7 +359,7 @@ func TestDisconnectMidCall(t *testing.T) {
 	dir := slowHome(t)
 	// Serve with Run over pipes, as `rukh mcp` serves stdio, so that
 	// closing the client's pipe is EOF on the server's stdin.
-	srv := mcp.NewServer(mcp.Options{Host: client.NewLocal(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	srv := mcp.NewServer(mcp.Options{Host: local.New(filepath.Join(dir, "data")), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
 	toServer, fromClient := io.Pipe()
 	toClient, fromServer := io.Pipe()
 	ran := make(chan error, 1)
@@ -371,7 +371,7 @@ func TestDisconnectMidCall(t *testing.T) {
 	}
 	names, _ := listAll(t, cs)
 	go cs.CallTool(context.Background(), &sdk.CallToolParams{Name: names[0]})
-	host := client.NewLocal(filepath.Join(dir, "data"))
+	host := local.New(filepath.Join(dir, "data"))
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		invs, _ := host.Invocations(context.Background(), 1)

@@ -1,6 +1,6 @@
 // Package seam declares what a presentation may ask of Rukh's core, as
-// interfaces over the wire protocol's plain types: the in-process core
-// (client.Local) and the daemon (client.Auto, through thin) implement
+// interfaces over the wire protocol's plain types: the core as one host
+// (local.Host) and the daemon (client.Auto, through thin) implement
 // them, and a presentation that imports only seam and wire cannot reach
 // the core any other way.
 package seam

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/rukh-cli/rukh/internal/cliname"
 )
 
 // Approvals live in a bucket nested in "invocations" (created on first
@@ -103,7 +105,7 @@ type ApprovalError struct {
 func (e *ApprovalError) Error() string {
 	switch e.Status {
 	case "":
-		return fmt.Sprintf("there is no approval %s; `rukh approve --list` shows the ones waiting", e.ID)
+		return fmt.Sprintf("there is no approval %s; "+cliname.Cmd("approve --list")+" shows the ones waiting", e.ID)
 	case ApprovalApproved:
 		return fmt.Sprintf("approval %s is already approved; the call it names runs once when it is made again", e.ID)
 	case ApprovalUsed:

@@ -274,7 +274,7 @@ func TestCorruptErrorUnwraps(t *testing.T) {
 	if !errors.Is(err, inner) {
 		t.Error("CorruptError does not unwrap")
 	}
-	if got, want := err.Error(), "the store is damaged: record b/k is corrupt: inner; "+store.Recovery; got != want {
+	if got, want := err.Error(), "the store is damaged: record b/k is corrupt: inner; "+store.Recovery(); got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}
 	err = &store.CorruptError{Path: "/data/store.db", Err: inner}

@@ -93,7 +93,7 @@ func requireDamaged(t *testing.T, err error, path, want string) {
 		t.Fatalf("err = %v, want a *CorruptError for %s", err, path)
 	}
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "the store at "+path+" is damaged: ") || !strings.HasSuffix(msg, store.Recovery) || !strings.Contains(msg, want) {
+	if !strings.HasPrefix(msg, "the store at "+path+" is damaged: ") || !strings.HasSuffix(msg, store.Recovery()) || !strings.Contains(msg, want) {
 		t.Fatalf("err = %q, want the path, %q and the recovery", msg, want)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+
+	"github.com/rukh-cli/rukh/internal/cliname"
 )
 
 // LockedError is returned by Open when another process held the store's
@@ -14,7 +16,7 @@ type LockedError struct {
 }
 
 func (e *LockedError) Error() string {
-	return fmt.Sprintf("the store at %s is locked by another process, most likely rukhd or another rukh command; run `rukh daemon status`, or retry", e.Path)
+	return fmt.Sprintf("the store at %s is locked by another process, most likely "+cliname.Daemon()+" or another "+cliname.Name()+" command; run "+cliname.Cmd("daemon status")+", or retry", e.Path)
 }
 
 // FutureError is returned by Open when the store was written by a newer
@@ -26,7 +28,7 @@ type FutureError struct {
 }
 
 func (e *FutureError) Error() string {
-	return fmt.Sprintf("the store at %s has schema version %d; this build supports up to %d; upgrade rukh", e.Path, e.Found, e.Supported)
+	return fmt.Sprintf("the store at %s has schema version %d; this build supports up to %d; upgrade "+cliname.Name(), e.Path, e.Found, e.Supported)
 }
 
 // ConflictError is returned by PublishRevision when the candidate was
@@ -54,7 +56,9 @@ type CorruptError struct {
 
 // Recovery is what a *CorruptError's message tells the owner to do; the
 // owner guide ("Recovering a damaged store", docs/owner.md) has the steps.
-const Recovery = "copy the file somewhere safe, then run `rukh doctor` and follow \"Recovering a damaged store\" in the owner guide (docs/owner.md)"
+func Recovery() string {
+	return "copy the file somewhere safe, then run " + cliname.Cmd("doctor") + " and follow \"Recovering a damaged store\" in the owner guide (docs/owner.md)"
+}
 
 func (e *CorruptError) Error() string {
 	var b strings.Builder
@@ -70,7 +74,7 @@ func (e *CorruptError) Error() string {
 		}
 		fmt.Fprintf(&b, "record %s is corrupt: ", where)
 	}
-	fmt.Fprintf(&b, "%v; %s", e.Err, Recovery)
+	fmt.Fprintf(&b, "%v; %s", e.Err, Recovery())
 	return b.String()
 }
 

@@ -376,7 +376,7 @@ func TestOpenDamagedFileIsNeverANewStore(t *testing.T) {
 					t.Fatal("Open succeeded")
 				}
 				var ce *store.CorruptError
-				if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), store.Recovery) {
+				if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), store.Recovery()) {
 					t.Errorf("err = %v, want a *CorruptError at %s mentioning %q and the recovery", err, path, tc.want)
 				}
 				if got, _ := os.ReadFile(path); !bytes.Equal(got, tc.contents) {

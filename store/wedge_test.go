@@ -26,7 +26,7 @@ func TestWedgedStore(t *testing.T) {
 	}
 	defer btx.Rollback()
 	s.wedge("page 7 already freed")
-	want := "the store at " + s.path + " is damaged: bbolt could not end a transaction on it after: bbolt failed reading it: page 7 already freed; " + Recovery
+	want := "the store at " + s.path + " is damaged: bbolt could not end a transaction on it after: bbolt failed reading it: page 7 already freed; " + Recovery()
 	for _, fn := range []func(func(*Tx) error) error{s.View, s.Update} {
 		done := make(chan error, 1)
 		go func() { done <- fn(func(*Tx) error { return nil }) }()

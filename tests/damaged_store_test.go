@@ -247,9 +247,9 @@ func requireDamaged(t *testing.T, home string, r damageRun) {
 			t.Errorf("rukh doctor does not report the damage: %q", msg)
 		}
 	}
-	if r.status != 75 || !strings.Contains(msg, "the store at "+path+" is damaged: ") || !strings.Contains(msg, store.Recovery) {
+	if r.status != 75 || !strings.Contains(msg, "the store at "+path+" is damaged: ") || !strings.Contains(msg, store.Recovery()) {
 		t.Errorf("rukh %s: exit %d, stdout %q, stderr %q; want exit 75 naming %s and saying %q",
-			strings.Join(r.args, " "), r.status, r.stdout, r.stderr, path, store.Recovery)
+			strings.Join(r.args, " "), r.status, r.stdout, r.stderr, path, store.Recovery())
 	}
 }
 
@@ -271,7 +271,7 @@ func requireReported(t *testing.T, home string, r damageRun) {
 		return
 	}
 	path := filepath.Join(home, "data", "store.db")
-	if r.status != 0 || !strings.Contains(r.stderr, "the store at "+path+" is damaged: ") || !strings.Contains(r.stderr, store.Recovery) {
+	if r.status != 0 || !strings.Contains(r.stderr, "the store at "+path+" is damaged: ") || !strings.Contains(r.stderr, store.Recovery()) {
 		t.Errorf("rukh %s: exit %d, stderr %q; want 75, or 0 with the damage reported", strings.Join(r.args, " "), r.status, r.stderr)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // TestDependencies keeps the seams by the import graph itself (go list
 // -deps), not by reading source: the MCP presentation reaches the core
 // only through seam and wire; the thin client and the wire protocol link
-// nothing of the core; the CLI binary never links the daemon.
+// nothing of the core; the CLI binary never links the daemon; the core's
+// host (local) links no presentation.
 func TestDependencies(t *testing.T) {
 	for _, tc := range []struct {
 		pkg       string
@@ -27,6 +28,9 @@ func TestDependencies(t *testing.T) {
 		{"../seam", nil, []string{"wire", "seam"}},
 		{"../cmd/rukh", []string{"github.com/rukh-cli/rukh/daemon", "github.com/coreos/go-systemd"}, nil},
 		{"../cli", []string{"github.com/rukh-cli/rukh/daemon"}, nil},
+		// The core as one host serves presentations and knows none of
+		// them, nor how a client reaches a daemon.
+		{"../local", []string{"github.com/rukh-cli/rukh/cli", "github.com/rukh-cli/rukh/client", "github.com/rukh-cli/rukh/daemon", "github.com/rukh-cli/rukh/thin", "github.com/rukh-cli/rukh/mcp", "github.com/spf13/cobra", "github.com/modelcontextprotocol"}, nil},
 	} {
 		out, err := exec.Command("go", "list", "-deps", tc.pkg).Output()
 		if err != nil {

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp/guard"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/projection"
@@ -94,9 +94,9 @@ func TestLimitsDocumented(t *testing.T) {
 		{"mcp/guard", "QueueMessages", count(int64(gl.QueueMessages))},
 		{"mcp/guard", "QueueBytes", size(int64(gl.QueueBytes))},
 		{"mcp/guard", "Stall", dur(gl.Stall)},
-		{"mcp/guard", "client.PageTools", count(client.PageTools)},
-		{"mcp/guard", "client.PageBytes", size(client.PageBytes)},
-		{"mcp/guard", "client.ListDeadline", dur(client.ListDeadline)},
+		{"mcp/guard", "local.PageTools", count(local.PageTools)},
+		{"mcp/guard", "local.PageBytes", size(local.PageBytes)},
+		{"mcp/guard", "local.ListDeadline", dur(local.ListDeadline)},
 		{"mcp/guard", "projection.FullSlug", count(projection.FullSlug)},
 		{"mcp/guard", "projection.CompactSlug", count(projection.CompactSlug)},
 		{"mcp/guard", "CompactFingerprint", count(projection.CompactFingerprint) + " hex"},

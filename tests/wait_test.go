@@ -22,13 +22,14 @@ import (
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"
 )
 
-// waitEnv is one home served by one ToolHost: client.Local in this
+// waitEnv is one home served by one ToolHost: local.Host in this
 // process, or a rukhd (daemon.Server, in this process) reached through
 // client.Auto, exactly as `rukh mcp` reaches it.
 type waitEnv struct {
@@ -36,7 +37,7 @@ type waitEnv struct {
 	dir   string
 	data  string
 	host  seam.ToolHost
-	held  *client.Local // the Local that runs detached calls: this one, or the daemon's
+	held  *local.Host // the Local that runs detached calls: this one, or the daemon's
 	tools map[string]string
 	stop  func() // the host goes away: what it runs is stopped and recorded
 }
@@ -46,7 +47,7 @@ func newWaitEnv(t *testing.T, withDaemon bool) *waitEnv {
 	dir, p := newWaitHome(t)
 	w := &waitEnv{t: t, dir: dir, data: p.Data, tools: map[string]string{}}
 	if !withDaemon {
-		l := client.NewLocal(p.Data)
+		l := local.New(p.Data)
 		w.host, w.held = l, l
 		w.stop = func() { l.StopDetached(); l.WaitDetached() }
 	} else {
@@ -88,7 +89,7 @@ func autoHost(p paths.Paths) *client.Auto {
 
 // autoHostOf is autoHost for a daemon of the given build.
 func autoHostOf(p paths.Paths, build string) *client.Auto {
-	return client.NewAuto(thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: build}, client.NewLocal(p.Data))
+	return client.NewAuto(thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: build}, local.New(p.Data))
 }
 
 func (w *waitEnv) listTools() {
@@ -282,7 +283,7 @@ func TestDetachAndWait(t *testing.T) {
 				t.Fatalf("detached call: %+v", res)
 			}
 			w.stop()
-			after := client.NewLocal(w.data)
+			after := local.New(w.data)
 			inv, err := after.Invocation(ctx, res.InvocationID)
 			if err != nil {
 				t.Fatal(err)
@@ -361,7 +362,7 @@ func TestDetachedHostKilled(t *testing.T) {
 		t.Fatalf("after the kill: %+v", got)
 	}
 	// The record is untouched, and its host was the daemon.
-	if inv, err := client.NewLocal(p.Data).Invocation(context.Background(), id); err != nil || !inv.Open() || inv.PID != cmd.Process.Pid {
+	if inv, err := local.New(p.Data).Invocation(context.Background(), id); err != nil || !inv.Open() || inv.PID != cmd.Process.Pid {
 		t.Fatalf("the record after the kill and a wait: %+v, %v", inv, err)
 	}
 	// The next admission, of any call, records it.
@@ -419,7 +420,7 @@ func TestMCPDetachedEndsWithHost(t *testing.T) {
 				cmd.Process.Signal(syscall.SIGTERM)
 			}
 			cs.Close() // closes stdin and waits for the process to exit
-			inv, err := client.NewLocal(p.Data).Invocation(context.Background(), ans.Results[0].InvocationID)
+			inv, err := local.New(p.Data).Invocation(context.Background(), ans.Results[0].InvocationID)
 			if err != nil {
 				t.Fatal(err)
 			}

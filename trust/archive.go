@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/rukh-cli/rukh/internal/cliname"
 )
 
 // Pack builds the manifest of the release directory dir, signs it with k
@@ -111,7 +113,7 @@ func Unpack(archive io.Reader, dest string) error {
 	}
 	zr, err := gzip.NewReader(archive)
 	if err != nil {
-		return refuse(CodeBadArchive, "", "not a gzip-compressed tar archive (%v); make one with `rukh ext pack`", err)
+		return refuse(CodeBadArchive, "", "not a gzip-compressed tar archive (%v); make one with "+cliname.Cmd("ext pack"), err)
 	}
 	defer zr.Close()
 	u := &unpacker{
@@ -306,13 +308,13 @@ func archiveError(err error) error {
 		return refuse(CodeBadArchive, "", "the archive is truncated; download it again")
 	case errors.Is(err, tar.ErrHeader), errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum),
 		errors.Is(err, tar.ErrFieldTooLong):
-		return refuse(CodeBadArchive, "", "the archive is corrupt (%v); make it again with `rukh ext pack`", err)
+		return refuse(CodeBadArchive, "", "the archive is corrupt (%v); make it again with "+cliname.Cmd("ext pack"), err)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("unpack: %w", err)
 	}
-	return refuse(CodeBadArchive, "", "cannot read the archive (%v); make it again with `rukh ext pack`", err)
+	return refuse(CodeBadArchive, "", "cannot read the archive (%v); make it again with "+cliname.Cmd("ext pack"), err)
 }
 
 var errStreamTooLarge = errors.New("archive stream over its limit")

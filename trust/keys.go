@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/rukh-cli/rukh/internal/atomicfile"
+	"github.com/rukh-cli/rukh/internal/cliname"
 )
 
 // PEM block types of key files.
@@ -88,7 +89,7 @@ func ParsePublicKey(data []byte) (PublicKey, error) {
 	}
 	pub, ok := key.(ed25519.PublicKey)
 	if !ok {
-		return nil, refuse(CodeBadKey, "", "the public key is %T, not ed25519; make one with `rukh trust keygen`", key)
+		return nil, refuse(CodeBadKey, "", "the public key is %T, not ed25519; make one with "+cliname.Cmd("trust keygen"), key)
 	}
 	return PublicKey(pub), nil
 }
@@ -104,7 +105,7 @@ func parsePrivateKey(data []byte) (PrivateKey, error) {
 	}
 	priv, ok := key.(ed25519.PrivateKey)
 	if !ok {
-		return nil, refuse(CodeBadKey, "", "the private key is %T, not ed25519; make one with `rukh trust keygen`", key)
+		return nil, refuse(CodeBadKey, "", "the private key is %T, not ed25519; make one with "+cliname.Cmd("trust keygen"), key)
 	}
 	return PrivateKey(priv), nil
 }

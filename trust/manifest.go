@@ -13,6 +13,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
 
@@ -93,7 +94,7 @@ func loadDescriptor(dir string) (*descriptor.Descriptor, error) {
 	d, err := descriptor.Load(dir)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidDescriptor, Path: descriptor.FileName,
-			Message: "the descriptor is invalid; fix it (`rukh ext validate` lists every problem): " + err.Error(), Err: err}
+			Message: "the descriptor is invalid; fix it (" + cliname.Cmd("ext validate") + " lists every problem): " + err.Error(), Err: err}
 	}
 	return d, nil
 }
@@ -159,7 +160,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, badManifest("%s", r.err)
 	}
 	if m.Format != ManifestFormat {
-		return nil, refuse(CodeBadManifest, ManifestName, "format is %q and this build reads only %q; upgrade rukh, or repack the release with this one", m.Format, ManifestFormat)
+		return nil, refuse(CodeBadManifest, ManifestName, "format is %q and this build reads only %q; upgrade "+cliname.Name()+", or repack the release with this one", m.Format, ManifestFormat)
 	}
 	files := top["files"]
 	if files.Kind != strictjson.Array {
@@ -188,7 +189,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 }
 
 func badManifest(format string, args ...any) *Error {
-	return refuse(CodeBadManifest, ManifestName, format+"; repack the release with `rukh ext pack`", args...)
+	return refuse(CodeBadManifest, ManifestName, format+"; repack the release with "+cliname.Cmd("ext pack"), args...)
 }
 
 // validate checks everything ParseManifest promises about m.

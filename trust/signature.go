@@ -7,6 +7,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
 
@@ -66,7 +67,7 @@ func ParseSignature(data []byte) (*Signature, error) {
 		return nil, badSignatureFile("%s", r.err)
 	}
 	if s.Format != SignatureFormat {
-		return nil, refuse(CodeBadSignatureFile, SignatureName, "format is %q and this build reads only %q; upgrade rukh, or sign the release with this one", s.Format, SignatureFormat)
+		return nil, refuse(CodeBadSignatureFile, SignatureName, "format is %q and this build reads only %q; upgrade "+cliname.Name()+", or sign the release with this one", s.Format, SignatureFormat)
 	}
 	if !descriptor.ValidPublisher(s.Publisher) {
 		return nil, badSignatureFile("publisher %q is not a valid publisher name", s.Publisher)
@@ -82,7 +83,7 @@ func ParseSignature(data []byte) (*Signature, error) {
 }
 
 func badSignatureFile(format string, args ...any) *Error {
-	return refuse(CodeBadSignatureFile, SignatureName, format+"; sign the release again with `rukh ext pack`", args...)
+	return refuse(CodeBadSignatureFile, SignatureName, format+"; sign the release again with "+cliname.Cmd("ext pack"), args...)
 }
 
 // verify reports whether s is a valid signature of m by pub.

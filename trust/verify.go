@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/internal/cliname"
 )
 
 // Keyring is the owner's trusted keys, by publisher.
@@ -68,7 +69,7 @@ func Verify(dir string, keys Keyring, pin string) (*Release, error) {
 	}
 	if sig == nil {
 		return nil, refuse(CodeUnsigned, "", "release %s %s by %q is not signed (digest %s); "+
-			"sign it with `rukh ext pack --key`, or pass --pin %s to trust this exact release for local development",
+			"sign it with "+cliname.Cmd("ext pack --key")+", or pass --pin %s to trust this exact release for local development",
 			m.Package, m.Version, m.Publisher, digest, digest)
 	}
 	if sig.Publisher != d.Publisher {
@@ -76,12 +77,12 @@ func Verify(dir string, keys Keyring, pin string) (*Release, error) {
 			sig.Publisher, d.Publisher)
 	}
 	if len(trustedKeys(keys, d.Publisher)) == 0 {
-		return nil, refuse(CodeUnknownPublisher, "", "no key is trusted for publisher %q; if you trust it, run `rukh trust add %s KEY.pub` with its public key",
+		return nil, refuse(CodeUnknownPublisher, "", "no key is trusted for publisher %q; if you trust it, run "+cliname.Cmd("trust add %s KEY.pub")+" with its public key",
 			d.Publisher, d.Publisher)
 	}
 	k := keyByID(keys, d.Publisher, sig.Key)
 	if k == nil {
-		return nil, refuse(CodeKeyMismatch, SignatureName, "signed by key %s, which is not trusted for publisher %q; get the publisher's current key and run `rukh trust add %s KEY.pub`",
+		return nil, refuse(CodeKeyMismatch, SignatureName, "signed by key %s, which is not trusted for publisher %q; get the publisher's current key and run "+cliname.Cmd("trust add %s KEY.pub"),
 			sig.Key, d.Publisher, d.Publisher)
 	}
 	if !sig.verify(m, k) {
@@ -126,7 +127,7 @@ func open(dir string) (*Release, error) {
 	rel := &Release{Dir: dir}
 	if mdata == nil {
 		if sdata != nil {
-			return nil, refuse(CodeBadManifest, ManifestName, "the release has %s but no %s; repack it with `rukh ext pack`", SignatureName, ManifestName)
+			return nil, refuse(CodeBadManifest, ManifestName, "the release has %s but no %s; repack it with "+cliname.Cmd("ext pack"), SignatureName, ManifestName)
 		}
 		rel.Manifest, rel.Descriptor, err = buildManifest(dir)
 		if err != nil {
@@ -157,7 +158,7 @@ func open(dir string) (*Release, error) {
 		{"package", m.Package, d.Package}, {"version", m.Version, d.Version}, {"publisher", m.Publisher, d.Publisher},
 	} {
 		if f.manifest != f.descriptor {
-			return nil, refuse(CodeManifestMismatch, ManifestName, "the manifest's %s is %q but the descriptor's is %q; repack the release with `rukh ext pack`",
+			return nil, refuse(CodeManifestMismatch, ManifestName, "the manifest's %s is %q but the descriptor's is %q; repack the release with "+cliname.Cmd("ext pack"),
 				f.name, f.manifest, f.descriptor)
 		}
 	}

@@ -1,4 +1,4 @@
-package client
+package local
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func (d *detachedRuns) end() {
 // StopDetached takes no new detached run and stops the running ones: each
 // command gets SIGTERM, then SIGKILL after the grace period, and is
 // recorded cancelled/interrupted. It does not wait; WaitDetached does.
-func (l *Local) StopDetached() {
+func (l *Host) StopDetached() {
 	d := &l.runs
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -65,7 +65,7 @@ func (l *Local) StopDetached() {
 // WaitDetached takes no new detached run and waits until every running
 // one has ended and its outcome is committed (or saved aside): a host
 // calls it before it closes its store or exits.
-func (l *Local) WaitDetached() {
+func (l *Host) WaitDetached() {
 	d := &l.runs
 	d.mu.Lock()
 	d.stopped = true
@@ -74,7 +74,7 @@ func (l *Local) WaitDetached() {
 }
 
 // DetachedRunning is how many detached runs this host has running.
-func (l *Local) DetachedRunning() int { return int(l.runs.n.Load()) }
+func (l *Host) DetachedRunning() int { return int(l.runs.n.Load()) }
 
 // detach runs r as a detached run: it answers once the call is admitted
 // and recorded, with the invocation id and Detached set, while the
@@ -82,7 +82,7 @@ func (l *Local) DetachedRunning() int { return int(l.runs.n.Load()) }
 // is admitted the run belongs to the call: a call cancelled while it
 // waits for admission starts nothing. A call refused at admission answers
 // with its outcome, exactly as without Detach.
-func (l *Local) detach(ctx context.Context, target *invoke.Target, r *invoke.Request, opts seam.CallOptions, tool *projection.Tool) (*wire.CallResult, error) {
+func (l *Host) detach(ctx context.Context, target *invoke.Target, r *invoke.Request, opts seam.CallOptions, tool *projection.Tool) (*wire.CallResult, error) {
 	life, ok := l.runs.begin()
 	if !ok {
 		return nil, wire.Errorf(wire.CodeShuttingDown, "the host is stopping; nothing was run")

@@ -1,4 +1,4 @@
-package client
+package local
 
 import (
 	"context"
@@ -26,12 +26,12 @@ const (
 	ListDeadline = 30 * time.Second
 )
 
-var _ seam.ToolHost = (*Local)(nil)
+var _ seam.ToolHost = (*Host)(nil)
 
 // visible returns the projection of the current revision and the tools
 // task may see, in name order. A task that cannot be read is an error,
 // never an empty list.
-func (l *Local) visible(ctx context.Context, task string) (*projection.Projection, *profile.Profile, []*projection.Tool, error) {
+func (l *Host) visible(ctx context.Context, task string) (*projection.Projection, *profile.Profile, []*projection.Tool, error) {
 	p, prof, err := l.Projection(ctx)
 	if err != nil {
 		return nil, nil, nil, storeError("cannot read the tool projection", err)
@@ -78,7 +78,7 @@ type causedError struct {
 func (e *causedError) Error() string   { return e.we.Message }
 func (e *causedError) Unwrap() []error { return []error{e.we, e.cause} }
 
-func (l *Local) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
+func (l *Host) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
 	p, prof, err := l.Projection(ctx)
 	if err != nil {
 		return nil, storeError("cannot read the active profile", err)
@@ -92,7 +92,7 @@ func (l *Local) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
 	return h, nil
 }
 
-func (l *Local) BindTask(ctx context.Context, task string) (string, error) {
+func (l *Host) BindTask(ctx context.Context, task string) (string, error) {
 	_, prof, err := l.Projection(ctx)
 	if err != nil {
 		return "", storeError("cannot read the active profile", err)
@@ -106,7 +106,7 @@ func (l *Local) BindTask(ctx context.Context, task string) (string, error) {
 	return task, nil
 }
 
-func (l *Local) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolPage, error) {
+func (l *Host) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolPage, error) {
 	task, cursor := list.Task, list.Cursor
 	binding := cursorBinding(list)
 	ctx, cancel := context.WithTimeout(ctx, ListDeadline)
@@ -214,7 +214,7 @@ func errUnknownTool(name string) error {
 		"to the profile or the installed releases; list the tools again (tools/list) and call a name from that list", name)
 }
 
-func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
+func (l *Host) CallTool(ctx context.Context, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
 	p, prof, tools, err := l.visible(ctx, call.Task)
 	if err != nil {
 		return nil, err
@@ -234,7 +234,7 @@ func (l *Local) CallTool(ctx context.Context, call *wire.CallTool, opts seam.Cal
 
 // callTool makes one invocation of tool, visible to call.Task in p: the
 // one path of a per-tool call and of every dispatch op.
-func (l *Local) callTool(ctx context.Context, p *projection.Projection, tool *projection.Tool, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
+func (l *Host) callTool(ctx context.Context, p *projection.Projection, tool *projection.Tool, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
 	target, err := l.ResolveTool(ctx, p.Revision, tool)
 	if errors.Is(err, invoke.ErrStale) {
 		return nil, errUnknownTool(call.Name)

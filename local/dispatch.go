@@ -1,4 +1,4 @@
-package client
+package local
 
 import (
 	"context"
@@ -51,7 +51,7 @@ type op struct {
 // visible commands are tools: help from the projection, then each op, in
 // order, as one invocation through callTool — the path of a per-tool call,
 // with its own admission, authorization and record.
-func (l *Local) dispatch(ctx context.Context, p *projection.Projection, tools []*projection.Tool, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
+func (l *Host) dispatch(ctx context.Context, p *projection.Projection, tools []*projection.Tool, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
 	res := &wire.DispatchResult{Ops: []*wire.OpResult{}}
 	out := &wire.CallResult{Dispatch: res}
 	help, ops, rerr := parseDispatch(call.Arguments)
@@ -124,7 +124,7 @@ func opProgress(report func(*wire.Progress), i, n int, name string) func(*wire.P
 
 // runOp runs one op into r.
 // call is the dispatch tool's call: its task and caller are the op's.
-func (l *Local) runOp(ctx context.Context, p *projection.Projection, visible func(string) *projection.Tool, call *wire.CallTool, o *op, r *wire.OpResult, opts seam.CallOptions) {
+func (l *Host) runOp(ctx context.Context, p *projection.Projection, visible func(string) *projection.Tool, call *wire.CallTool, o *op, r *wire.OpResult, opts seam.CallOptions) {
 	task := call.Task
 	if o.err != nil {
 		r.Error = o.err
@@ -342,7 +342,7 @@ func waitSchema() []byte {
 }
 
 // waitOp runs invocations.wait: {"ids": [...], "timeoutMs": N}.
-func (l *Local) waitOp(ctx context.Context, task string, o *op, r *wire.OpResult) {
+func (l *Host) waitOp(ctx context.Context, task string, o *op, r *wire.OpResult) {
 	bad := func(format string, a ...any) {
 		r.Error = &wire.OpError{Code: wire.CodeInvalidArgument, Message: fmt.Sprintf(format, a...) + "; nothing was observed"}
 		r.Schema = waitSchema()

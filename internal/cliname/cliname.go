@@ -1,0 +1,39 @@
+// Package cliname is the name of the CLI this process serves, for the
+// messages of the core's packages that tell a person what to run next
+// ("run `acme doctor`"). A process serves exactly one CLI: its main sets
+// the name once (app.Run, daemon.Main) before any message is made, and
+// everything else reads it. It is "rukh" until set, the reference CLI.
+package cliname
+
+import "sync/atomic"
+
+// Default is the reference CLI's name.
+const Default = "rukh"
+
+var name atomic.Pointer[string]
+
+// Set names the CLI this process serves; "" leaves the name as it is.
+func Set(n string) {
+	if n != "" {
+		name.Store(&n)
+	}
+}
+
+// Name is the CLI's name, e.g. "rukh" or "acme".
+func Name() string {
+	if p := name.Load(); p != nil {
+		return *p
+	}
+	return Default
+}
+
+// Cmd is a command line of the CLI as a message quotes it, in backticks:
+// Cmd("doctor") is "`rukh doctor`" for the reference CLI.
+func Cmd(args string) string { return "`" + Name() + " " + args + "`" }
+
+// Daemon is the name of the CLI's daemon and core binary, e.g. "rukhd".
+func Daemon() string { return Name() + "d" }
+
+// Helper is the file name of the CLI's enforcement helper, e.g.
+// "rukh-sandbox".
+func Helper() string { return Name() + "-sandbox" }
