@@ -353,8 +353,12 @@ func matchResource(pattern, resource string) bool {
 	return m
 }
 
+// update runs fn in a write transaction that concurrent calls of this
+// host may share (store.Provider.Batch: one commit, and its fsyncs, for
+// all of them; nothing is acknowledged before it is durable). Every fn
+// given to it sets what it reports afresh on each run, as Batch needs.
 func (c *Core) update(fn func(tx *store.Tx) error) error {
-	err := c.Store.Update(fn)
+	err := c.Store.Batch(fn)
 	c.health.noteWrite(err, c.Now())
 	return err
 }

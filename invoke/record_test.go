@@ -182,13 +182,22 @@ type settleOnSecondTry struct {
 }
 
 func (s *settleOnSecondTry) Update(fn func(*store.Tx) error) error {
+	s.beforeWrite()
+	return s.Refusing.Update(fn)
+}
+
+func (s *settleOnSecondTry) Batch(fn func(*store.Tx) error) error {
+	s.beforeWrite()
+	return s.Refusing.Batch(fn)
+}
+
+func (s *settleOnSecondTry) beforeWrite() {
 	if s.Updates() == 2 {
 		out, err := s.other.Invoke(context.Background(), s.target, &invoke.Request{Transport: invoke.TransportCLI, Dir: s.home})
 		if err != nil || out.Outcome != invoke.Succeeded {
 			s.t.Errorf("the other call: %+v, %v", out, err)
 		}
 	}
-	return s.Refusing.Update(fn)
 }
 
 // When the outcome can be neither written nor saved aside, the error says

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/store/storetest"
@@ -82,6 +83,35 @@ func BenchmarkActiveRevision(b *testing.B) {
 					}
 				}
 				return nil
+			})
+		})
+	}
+}
+
+// BenchmarkConcurrentWrites: 16 writers at once (on 2 cores, 8 per
+// core), each appending one audit entry per transaction, with Update (one
+// commit each, queued on bbolt's writer lock) and with Batch (those that
+// queue share the next commit). Both wait for a durable commit.
+func BenchmarkConcurrentWrites(b *testing.B) {
+	for _, mode := range []string{"update", "batch"} {
+		b.Run(mode, func(b *testing.B) {
+			s := storetest.Open(b)
+			write := s.Update
+			if mode == "batch" {
+				write = s.Batch
+			}
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := write(func(tx *store.Tx) error {
+						_, err := tx.AppendAudit(&store.AuditEntry{Time: time.Now(), Op: "bench"})
+						return err
+					}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
 			})
 		})
 	}

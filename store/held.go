@@ -65,6 +65,16 @@ func (h *Held) Update(fn func(*Tx) error) error {
 	return h.files.Update(fn)
 }
 
+// Batch runs fn as Store.Batch on the held store, so that concurrent
+// calls share commits; once released, as Files does.
+func (h *Held) Batch(fn func(*Tx) error) error {
+	if s := h.acquire(); s != nil {
+		defer h.done()
+		return s.Batch(fn)
+	}
+	return h.files.Batch(fn)
+}
+
 // Holding reports whether the store is still held open.
 func (h *Held) Holding() bool {
 	h.mu.Lock()

@@ -17,6 +17,9 @@ type Provider interface {
 	View(fn func(*Tx) error) error
 	// Update runs fn in one read-write transaction.
 	Update(fn func(*Tx) error) error
+	// Batch runs fn in a read-write transaction that may hold other
+	// concurrent Batch calls (Store.Batch): fn may run more than once.
+	Batch(fn func(*Tx) error) error
 }
 
 // Files is the Provider of the in-process host: it opens the store at
@@ -68,3 +71,7 @@ func (f Files) Update(fn func(*Tx) error) error {
 	defer s.Close()
 	return s.Update(fn)
 }
+
+// Batch is Update: a store opened for one transaction has no other calls
+// to share it with (in-process hosts each hold the file's lock in turn).
+func (f Files) Batch(fn func(*Tx) error) error { return f.Update(fn) }

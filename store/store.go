@@ -72,6 +72,7 @@ type Store struct {
 	path   string
 	secret []byte
 	wedged atomic.Pointer[CorruptError] // set when bbolt could not end a transaction
+	group  group                        // Batch calls committed together
 }
 
 // Open opens the store at path, creating it (and its directory, 0700) if

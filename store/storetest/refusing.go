@@ -19,7 +19,13 @@ type Refusing struct {
 	updates int
 }
 
-func (r *Refusing) Update(fn func(*store.Tx) error) error {
+// Update counts one update, and refuses it or runs it.
+func (r *Refusing) Update(fn func(*store.Tx) error) error { return r.write(r.Provider.Update, fn) }
+
+// Batch is counted and refused as Update is.
+func (r *Refusing) Batch(fn func(*store.Tx) error) error { return r.write(r.Provider.Batch, fn) }
+
+func (r *Refusing) write(through func(func(*store.Tx) error) error, fn func(*store.Tx) error) error {
 	r.mu.Lock()
 	n := r.updates
 	r.updates++
@@ -27,10 +33,10 @@ func (r *Refusing) Update(fn func(*store.Tx) error) error {
 	if n >= r.Pass && (r.Fail < 0 || n < r.Pass+r.Fail) {
 		return r.Err
 	}
-	return r.Provider.Update(fn)
+	return through(fn)
 }
 
-// Updates is how many updates were asked for so far.
+// Updates is how many updates (Update and Batch) were asked for so far.
 func (r *Refusing) Updates() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
