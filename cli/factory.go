@@ -8,7 +8,6 @@ import (
 	"github.com/rukh-cli/rukh/invoke"
 	"io"
 	"path/filepath"
-	"runtime/debug"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
@@ -112,15 +111,6 @@ func (f *Factory) ToolHost() (seam.ToolHost, error) {
 		return nil, &ExitError{Status: ExitTempFail, Err: err}
 	}
 	return client.NewAuto(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, local.New(p.Data)), nil
-}
-
-// BuildVersion is the module version of this build, or "devel"; see
-// internal/buildid for the identity a client and daemon compare.
-func BuildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
 }
 
 // state reads the active revision through the Host.

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/mcp"
 	"github.com/rukh-cli/rukh/mcp/guard"
 	"github.com/rukh-cli/rukh/seam"
@@ -82,7 +83,7 @@ caller to a task. An address that is not loopback needs --tls-cert and
 				Host:        h,
 				Binding:     binding,
 				Name:        f.Name,
-				Version:     BuildVersion(),
+				Version:     buildid.Version(),
 				Logger:      logger,
 				Diagnostics: logw,
 			})

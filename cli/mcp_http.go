@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/mcphttp"
 	"github.com/rukh-cli/rukh/seam"
 )
@@ -43,7 +44,7 @@ func serveHTTP(ctx context.Context, f *Factory, h seam.ToolHost, logw io.Writer,
 		return &UsageError{fmt.Errorf("--http %s is not a loopback address: serving tokens there needs TLS; give --tls-cert FILE --tls-key FILE", addr)}
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	handler, err := mcphttp.New(ctx, mcphttp.Options{Host: h, Name: f.Name, Version: BuildVersion(), Logger: logger, Diagnostics: logw})
+	handler, err := mcphttp.New(ctx, mcphttp.Options{Host: h, Name: f.Name, Version: buildid.Version(), Logger: logger, Diagnostics: logw})
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,12 @@
 package cli
 
 import (
-	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/thin"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +29,7 @@ func newVersionCmd(f *Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := versionInfo{
 				Name:              f.Name,
-				Version:           BuildVersion(),
+				Version:           buildid.Version(),
 				Build:             buildid.ID(),
 				Go:                runtime.Version(),
 				DescriptorFormats: []string{descriptor.FormatV1, descriptor.FormatV2},
@@ -43,11 +42,8 @@ func newVersionCmd(f *Factory) *cobra.Command {
 			if asJSON {
 				return writeJSON(f.IO.Out, v)
 			}
-			fmt.Fprintf(f.IO.Out, "%s %s (%s)\nbuild: %s\ndescriptor formats: %s\nmachine features: %s\n",
-				v.Name, v.Version, v.Go, v.Build, strings.Join(v.DescriptorFormats, ", "), strings.Join(v.Features, ", "))
-			if v.Paths != nil {
-				fmt.Fprintf(f.IO.Out, "data: %s\nconfig: %s\nruntime: %s\n", v.Paths.Data, v.Paths.Config, v.Paths.Runtime)
-			}
+			// The thin client prints the same with the same function.
+			thin.WriteVersion(f.IO.Out, f.Name, v.Paths)
 			return nil
 		},
 	}

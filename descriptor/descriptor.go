@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rukh-cli/rukh/descriptor/format"
 	"github.com/rukh-cli/rukh/resultschema"
 	"github.com/rukh-cli/rukh/values"
 )
@@ -15,19 +16,19 @@ import (
 // FileName is the descriptor's name at the root of a release.
 const FileName = "rukh-extension.json"
 
-// The descriptor formats this build reads. Any other "schema" value is
-// rejected as unsupported, never read leniently.
+// The descriptor formats this build reads (package format). Any other
+// "schema" value is rejected as unsupported, never read leniently.
 const (
-	FormatV1 = "rukh.extension/1"
-	FormatV2 = "rukh.extension/2"
+	FormatV1 = format.V1
+	FormatV2 = format.V2
 )
 
 // FeatureCommandResult is the machine feature a command needs to return a
 // bounded, validated commandResult (and so to become an MCP tool).
-const FeatureCommandResult = "command-result/1"
+const FeatureCommandResult = format.CommandResult
 
 // KnownFeatures is the registry of machine features this build supports.
-var KnownFeatures = []string{FeatureCommandResult}
+var KnownFeatures = format.Features()
 
 // ReservedWords are the built-in command names; no extension route may
 // start with one.

@@ -22,8 +22,8 @@ func TestDependencies(t *testing.T) {
 		onlyRukh  []string // when set: the only project packages allowed
 	}{
 		{"../mcp", []string{"go.etcd.io/bbolt"}, []string{"wire", "seam", "mcp"}},
-		{"../thin", []string{"go.etcd.io/bbolt", "github.com/spf13/cobra"}, []string{"wire", "thin", "paths", "envpolicy", "exitcode", "spawn", "internal/buildid", "internal/fds"}},
-		{"../cmd/rukh", nil, []string{"cmd/rukh", "wire", "thin", "paths", "envpolicy", "exitcode", "spawn", "internal/buildid", "internal/fds"}},
+		{"../thin", []string{"go.etcd.io/bbolt", "github.com/spf13/cobra"}, []string{"wire", "thin", "paths", "envpolicy", "exitcode", "spawn", "internal/buildid", "internal/fds", "descriptor/format"}},
+		{"../cmd/rukh", nil, []string{"cmd/rukh", "wire", "thin", "paths", "envpolicy", "exitcode", "spawn", "internal/buildid", "internal/fds", "descriptor/format"}},
 		{"../wire", nil, []string{"wire"}},
 		{"../seam", nil, []string{"wire", "seam"}},
 		{"../cmd/rukh", []string{"github.com/rukh-cli/rukh/daemon", "github.com/coreos/go-systemd"}, nil},

@@ -26,13 +26,17 @@ import (
 const CoreFlag = "--cli"
 
 // Main is the whole program of the thin CLI binary of the CLI name: it
-// links no part of the core. When the daemon answers, the command line
+// links no part of the core. `NAME version` it answers itself. When the
+// daemon answers, the command line
 // runs there (Forward); otherwise, or for what always runs in the
 // caller's own process (`daemon`, `mcp`), it replaces itself with the core
 // binary (ExecCore), which keeps this process's pid, descriptors,
 // terminal and signals.
 func Main(name string, args []string) int {
 	fds.MarkInherited()
+	if status, ok := version(name, args); ok {
+		return status
+	}
 	if status, ok := Forward(name, args); ok {
 		return status
 	}

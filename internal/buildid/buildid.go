@@ -38,3 +38,12 @@ var id = sync.OnceValue(func() string {
 // ID is this build's identity: the module version, the VCS revision when
 // recorded, and the source stamp when linked in.
 func ID() string { return id() }
+
+// Version is the module version of this build, or "devel" (a build from
+// a checkout); ID is the identity a client and a daemon compare.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
