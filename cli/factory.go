@@ -5,13 +5,13 @@ package cli
 
 import (
 	"context"
-	"github.com/rukh-cli/rukh/invoke"
 	"io"
 	"path/filepath"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/seam"
