@@ -31,6 +31,7 @@ type Host struct {
 	core     *invoke.Core
 	cache    *projection.Cache
 	profiles sync.Map // revision → *profile.Profile of cached projections
+	visibles sync.Map // visibleKey → []*projection.Tool, for cached projections
 	runs     detachedRuns
 }
 
@@ -135,6 +136,12 @@ func (l *Host) Projection(context.Context) (*projection.Projection, *profile.Pro
 		l.profiles.Range(func(k, _ any) bool { // keep what the cache can hold
 			if k.(uint64)+projection.DefaultCacheSize < n {
 				l.profiles.Delete(k)
+			}
+			return true
+		})
+		l.visibles.Range(func(k, _ any) bool {
+			if k.(visibleKey).rev+projection.DefaultCacheSize < n {
+				l.visibles.Delete(k)
 			}
 			return true
 		})

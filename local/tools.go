@@ -41,6 +41,13 @@ func (l *Host) visible(ctx context.Context, task string) (*projection.Projection
 		return nil, nil, nil, wire.Errorf(wire.CodeTaskUndefined,
 			"the task %q this server is bound to is not defined in the active profile; the owner must restore it", task)
 	}
+	// What a task sees is a function of the revision alone (its projection
+	// and its profile), so it is computed once per revision and task, not
+	// for every page and call.
+	key := visibleKey{p.Revision, task}
+	if tools, ok := l.visibles.Load(key); ok {
+		return p, prof, tools.([]*projection.Tool), nil
+	}
 	var tools []*projection.Tool
 	for i := range p.Tools {
 		tool := &p.Tools[i]
@@ -51,7 +58,14 @@ func (l *Host) visible(ctx context.Context, task string) (*projection.Projection
 			}
 		}
 	}
+	l.visibles.Store(key, tools)
 	return p, prof, tools, nil
+}
+
+// visibleKey names the tools one task sees in one revision.
+type visibleKey struct {
+	rev  uint64
+	task string
 }
 
 // storeError classifies a failure to read the store as a *wire.Error that

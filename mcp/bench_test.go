@@ -128,15 +128,21 @@ func BenchmarkList(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	static := sdk.NewServer(&sdk.Implementation{Name: "static", Version: "bench"}, nil)
-	for _, t := range p.Tools {
-		static.AddTool(&sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: json.RawMessage(t.InputSchema), OutputSchema: json.RawMessage(t.OutputSchema)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return &sdk.CallToolResult{}, nil
-			})
+	// The static registry at its own page size (1,000) and at rukh's (32,
+	// invariant I8): what the page size costs the client, apart from
+	// anything rukh does.
+	staticServer := func(pageSize int) *sdk.ClientSession {
+		static := sdk.NewServer(&sdk.Implementation{Name: "static", Version: "bench"}, &sdk.ServerOptions{PageSize: pageSize})
+		for _, t := range p.Tools {
+			static.AddTool(&sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
+				InputSchema: json.RawMessage(t.InputSchema), OutputSchema: json.RawMessage(t.OutputSchema)},
+				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+					return &sdk.CallToolResult{}, nil
+				})
+		}
+		return session(b, static)
 	}
-	sc := session(b, static)
+	sc, sc32 := staticServer(0), staticServer(local.PageTools)
 	b.Run("rukh", func(b *testing.B) {
 		for b.Loop() {
 			if n := listAllB(b, rukh); n != 2000 {
@@ -156,6 +162,13 @@ func BenchmarkList(b *testing.B) {
 	b.Run("static-registry", func(b *testing.B) {
 		for b.Loop() {
 			if n := listAllB(b, sc); n != 2000 {
+				b.Fatalf("%d tools", n)
+			}
+		}
+	})
+	b.Run("static-registry-32", func(b *testing.B) {
+		for b.Loop() {
+			if n := listAllB(b, sc32); n != 2000 {
 				b.Fatalf("%d tools", n)
 			}
 		}
