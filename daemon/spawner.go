@@ -115,15 +115,21 @@ type clientProc struct {
 	fg    bool
 	job   spawn.Job
 	pidfd *os.File
+	mu    sync.Mutex // guards pidfd against Wait closing it
+	ended bool       // Wait returned: the pidfd is closed, the process gone
 }
 
 func (p *clientProc) InForeground() bool { return p.fg }
 
 func (p *clientProc) Signal(sig syscall.Signal) {
 	proc, group := spawn.Route(sig, p.job, p.fg)
-	for _, s := range proc {
-		unix.PidfdSendSignal(int(p.pidfd.Fd()), s, nil, 0)
+	p.mu.Lock()
+	if !p.ended {
+		for _, s := range proc {
+			unix.PidfdSendSignal(int(p.pidfd.Fd()), s, nil, 0)
+		}
 	}
+	p.mu.Unlock()
 	if group {
 		// Its group (named by its pid while it lives).
 		syscall.Kill(-p.pid, sig)
@@ -134,7 +140,12 @@ func (p *clientProc) Signal(sig syscall.Signal) {
 // first cannot report it: the command is killed (it would die with its
 // parent anyway) and the status is unknown.
 func (p *clientProc) Wait() int {
-	defer p.pidfd.Close()
+	defer func() {
+		p.mu.Lock()
+		p.ended = true
+		p.pidfd.Close()
+		p.mu.Unlock()
+	}()
 	select {
 	case r := <-p.sp.replies:
 		closeAll(r.files)
