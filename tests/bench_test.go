@@ -11,6 +11,7 @@ import (
 
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/sandbox"
 )
 
 // BenchmarkCLI measures, in one run, an empty Go program and `rukh
@@ -19,13 +20,19 @@ import (
 // rukh.ipc/1, validate, finalize) against running the same extension
 // program directly with a prepared channel, with 10 and 2,000 installed
 // commands, in-process and through a running rukhd (whose resident memory
-// is reported as MiB-rss). See docs/benchmarks.md.
+// is reported as MiB-rss), with rukh-sandbox installed beside them. See
+// docs/benchmarks.md.
 func BenchmarkCLI(b *testing.B) {
 	dir := testhome.TempDir(b)
 	rukh := filepath.Join(dir, "rukh")
 	hello := filepath.Join(dir, "hello-src")
 	build(b, rukh, "../cmd/rukh")
 	build(b, filepath.Join(dir, "rukhd"), "../cmd/rukhd")
+	// The enforcement helper beside them, as make build and the .deb
+	// install it: every call is started and supervised by it.
+	if err := sandbox.Build(filepath.Join(dir, "rukh-sandbox")); err != nil {
+		b.Fatal(err)
+	}
 	copyDir(b, "../examples/hello-go", hello, "main.go", "main_test.go", "rukh-extension.json")
 	build(b, filepath.Join(hello, "bin", "hello"), "../examples/hello-go")
 
