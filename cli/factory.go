@@ -80,7 +80,7 @@ func (f *Factory) Host() (*local.Host, error) {
 	}
 	h := local.New(p.Data)
 	// A daemon started while this command line's call runs records its
-	// outcome at once (client.NewAuto).
+	// outcome at once (client.Settler).
 	h.FinishThrough(client.Settler(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}))
 	f.host = h
 	return h, nil

@@ -116,7 +116,7 @@ type clientProc struct {
 	job   spawn.Job
 	pidfd *os.File
 	mu    sync.Mutex // guards pidfd against Wait closing it
-	ended bool       // Wait returned: the pidfd is closed, the process gone
+	ended bool       // Wait returned: the pidfd is closed
 }
 
 func (p *clientProc) InForeground() bool { return p.fg }

@@ -1,8 +1,9 @@
 // Package local is Rukh's core as one host: the in-process Host that the
 // CLI runs on when no daemon serves it, and that the daemon rukhd holds
 // warm for its clients. Everything a presentation asks of the core goes
-// through a Host (docs/architecture.md, "The seam"); package client picks
-// between a Host in this process and the daemon's.
+// through a Host (docs/architecture.md, "The seam"); for `rukh mcp`,
+// package client picks between a Host in this process and the daemon's
+// (the thin client makes that choice for a command line).
 package local
 
 import (
@@ -140,7 +141,7 @@ func (l *Host) Projection(context.Context) (*projection.Projection, *profile.Pro
 			return true
 		})
 		l.visibles.Range(func(k, _ any) bool {
-			if k.(visibleKey).rev+projection.DefaultCacheSize < n {
+			if k.(visibleKey).p.Revision+projection.DefaultCacheSize < n {
 				l.visibles.Delete(k)
 			}
 			return true

@@ -41,10 +41,11 @@ func (l *Host) visible(ctx context.Context, task string) (*projection.Projection
 		return nil, nil, nil, wire.Errorf(wire.CodeTaskUndefined,
 			"the task %q this server is bound to is not defined in the active profile; the owner must restore it", task)
 	}
-	// What a task sees is a function of the revision alone (its projection
-	// and its profile), so it is computed once per revision and task, not
-	// for every page and call.
-	key := visibleKey{p.Revision, task}
+	// What a task sees is a function of the projection and its profile
+	// alone, so it is computed once per projection and task, not for every
+	// page and call. The key is the projection itself: the tools are
+	// pointers into it, which CallTool compares.
+	key := visibleKey{p, task}
 	if tools, ok := l.visibles.Load(key); ok {
 		return p, prof, tools.([]*projection.Tool), nil
 	}
@@ -62,9 +63,9 @@ func (l *Host) visible(ctx context.Context, task string) (*projection.Projection
 	return p, prof, tools, nil
 }
 
-// visibleKey names the tools one task sees in one revision.
+// visibleKey names the tools one task sees in one projection.
 type visibleKey struct {
-	rev  uint64
+	p    *projection.Projection
 	task string
 }
 

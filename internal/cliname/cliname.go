@@ -5,18 +5,32 @@
 // everything else reads it. It is "rukh" until set, the reference CLI.
 package cliname
 
-import "sync/atomic"
+import (
+	"fmt"
+	"regexp"
+	"sync/atomic"
+)
+
+// valid is what a CLI's name may be: it is spliced into messages, file
+// names and format strings, so no `%`, space or path separator.
+var valid = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
 // Default is the reference CLI's name.
 const Default = "rukh"
 
 var name atomic.Pointer[string]
 
-// Set names the CLI this process serves; "" leaves the name as it is.
+// Set names the CLI this process serves; "" leaves the name as it is. A
+// name that is not lowercase letters, digits and dashes, starting with a
+// letter, is a programming error in the embedder's main: Set panics.
 func Set(n string) {
-	if n != "" {
-		name.Store(&n)
+	if n == "" {
+		return
 	}
+	if !valid.MatchString(n) {
+		panic(fmt.Sprintf("cliname: %q is not a CLI name (lowercase letters, digits and dashes, starting with a letter)", n))
+	}
+	name.Store(&n)
 }
 
 // Name is the CLI's name, e.g. "rukh" or "acme".

@@ -20,3 +20,19 @@ func TestName(t *testing.T) {
 		}
 	}
 }
+
+func TestSetRefusesBadNames(t *testing.T) {
+	for _, n := range []string{"Acme", "ac%me", "a b", "a/b", "-acme", "9acme"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Set(%q) did not panic", n)
+				}
+			}()
+			Set(n)
+		}()
+		if Name() != Default {
+			t.Errorf("after Set(%q): Name() = %q", n, Name())
+		}
+	}
+}
