@@ -110,6 +110,7 @@ func TestLimitsDocumented(t *testing.T) {
 		{"wire", "store.DefaultTimeout", dur(store.DefaultTimeout)},
 		{"wire", "store.MaxRouteWords", count(store.MaxRouteWords)},
 		{"wire", "store.MaxRouteKey", count(store.MaxRouteKey) + " bytes"},
+		{"wire", "store.MaxGroup", count(store.MaxGroup)},
 		{"trust", "MaxFiles", count(trust.MaxFiles)},
 		{"trust", "MaxFileBytes", size(trust.MaxFileBytes)},
 		{"trust", "MaxTotalBytes", size(trust.MaxTotalBytes)},
