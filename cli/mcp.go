@@ -57,7 +57,7 @@ caller to a task. An address that is not loopback needs --tls-cert and
 				if task != "" {
 					return &UsageError{errors.New("--task does not apply to --http: each caller's binding in mcp.http names its task")}
 				}
-				return serveHTTP(cmd.Context(), f, h, logw, httpAddr, f.Abs(tlsCert), f.Abs(tlsKey), tlsCert != "" || tlsKey != "")
+				return stopped(cmd.Context(), serveHTTP(cmd.Context(), f, h, logw, httpAddr, f.Abs(tlsCert), f.Abs(tlsKey), tlsCert != "" || tlsKey != ""))
 			}
 			binding := mcp.Binding{}
 			bound, err := h.BindTask(cmd.Context(), task)
@@ -89,7 +89,7 @@ caller to a task. An address that is not loopback needs --tls-cert and
 			})
 			// The outer guard checks every message's bytes before the SDK
 			// decodes anything and bounds what is written back.
-			return srv.Run(cmd.Context(), guard.Stdio(f.IO.In, f.IO.Out, guard.DefaultLimits(), logger))
+			return stopped(cmd.Context(), srv.Run(cmd.Context(), guard.Stdio(f.IO.In, f.IO.Out, guard.DefaultLimits(), logger)))
 		},
 	}
 	cmd.AddCommand(newMCPConfigCmd(f))
@@ -99,6 +99,16 @@ caller to a task. An address that is not loopback needs --tls-cert and
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "with --http: the TLS certificate chain (PEM)")
 	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "with --http: the TLS private key (PEM)")
 	return cmd
+}
+
+// stopped is err of a server that ran until ctx ended: a signal stopped
+// it (the first Ctrl-C or SIGTERM), which its exit status, 130, says;
+// there is no error to print.
+func stopped(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return &ExitError{Status: ExitInterrupted, Err: err, Reported: true}
+	}
+	return err
 }
 
 // serving says on the log what `rukh mcp` serves: the home, the task,

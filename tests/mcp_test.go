@@ -147,6 +147,8 @@ func TestMCPSignalAndDiagnostics(t *testing.T) {
 		logFile := filepath.Join(dir, "mcp.log")
 		cmd := exec.Command(h.Rukh, "mcp", "--log-file", logFile)
 		cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
+		var stderr testhome.Buffer
+		cmd.Stderr = &stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -203,6 +205,9 @@ func TestMCPSignalAndDiagnostics(t *testing.T) {
 		err = cmd.Wait()
 		if code := cmd.ProcessState.ExitCode(); code != 130 {
 			t.Errorf("rukh mcp exited %d (%v) after SIGTERM, want 130", code, err)
+		}
+		if strings.Contains(stderr.String(), "context canceled") {
+			t.Errorf("rukh mcp printed an error for being stopped: %q", stderr.String())
 		}
 		if got := <-slow; !strings.Contains(got, `"outcome":"cancelled","reason":"interrupted"`) {
 			t.Errorf("the interrupted call was answered with %s, want its cancelled/interrupted result", got)
