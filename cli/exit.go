@@ -78,6 +78,26 @@ type UsageError struct{ Err error }
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
+// diskHint says what to do about a store the disk would not let be
+// written or read, when err is that (store.DiskError): the command did not
+// take effect, so it is safe to run again once the disk is fixed. A call
+// whose outcome could not be recorded says itself what became of it
+// (*invoke.RecordError: it ran), and gets no hint.
+func diskHint(err error) string {
+	var re *invoke.RecordError
+	if !store.DiskError(err) || errors.As(err, &re) {
+		return ""
+	}
+	return "the disk that holds the store is full, over quota, read-only or failing; nothing of this command took effect: free space or fix the disk, then run it again"
+}
+
+// sayDiskHint prints diskHint(err), when there is one, after err itself.
+func sayDiskHint(f *Factory, err error) {
+	if hint := diskHint(err); hint != "" {
+		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, hint)
+	}
+}
+
 // exitStatus maps an error returned by a command to an exit status.
 func exitStatus(err error) int {
 	var ee *ExitError

@@ -5,11 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
 )
+
+// A store the disk would not write says what to do; a call that ran and
+// could not record its outcome says itself what became of it.
+func TestDiskHint(t *testing.T) {
+	full := &os.PathError{Op: "write", Path: "/h/data/store.db", Err: syscall.ENOSPC}
+	for _, tc := range []struct {
+		err  error
+		hint bool
+	}{
+		{full, true},
+		{fmt.Errorf("commit: %w", syscall.EROFS), true},
+		{fmt.Errorf("commit: %w", syscall.EIO), true},
+		{&invoke.RecordError{ID: "x", Outcome: "succeeded", Err: full, Ran: true}, false},
+		{&store.LockedError{Path: "/s"}, false},
+		{errors.New("other"), false},
+		{nil, false},
+	} {
+		if got := diskHint(tc.err); (got != "") != tc.hint || (tc.hint && !strings.Contains(got, "free space or fix the disk, then run it again")) {
+			t.Errorf("diskHint(%v) = %q, want a hint: %v", tc.err, got, tc.hint)
+		}
+	}
+}
 
 // One table: a store that is locked, damaged, newer or on a full or
 // failing disk is 75 whatever the command.

@@ -383,6 +383,7 @@ func report(f *Factory, out *invoke.Outcome, err error, compact bool, cmdPath st
 	case err != nil && out.Message == "":
 		fmt.Fprintf(f.IO.ErrOut, "%s: %v\n", f.Name, err)
 	}
+	sayDiskHint(f, err)
 	if err != nil && unrecorded == nil && status == ExitOK {
 		status = ExitTempFail
 	}

@@ -37,6 +37,7 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	var ee *ExitError
 	if !errors.As(err, &ee) || !ee.Reported {
 		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, safeLines(err.Error()))
+		sayDiskHint(f, err)
 		var ue *UsageError
 		if errors.As(err, &ue) {
 			path := f.Name

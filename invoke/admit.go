@@ -161,6 +161,11 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		out.InvocationID = inv.ID
 		return out, c.recordRejected(t, req, ad, out)
 	}
+	// The command is about to run: its outcome must be kept even if the
+	// disk fills meanwhile, so the reserve it would be saved aside in is
+	// made now if it is missing (a new home's first call), not only after
+	// a call that was recorded.
+	c.keepReserve()
 	req.Diagnostics.start(inv.ID, t, req, ad.taskName)
 	if req.OnStart != nil {
 		req.OnStart(inv.ID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -300,5 +301,49 @@ func TestRecordRefused(t *testing.T) {
 	want := fmt.Sprintf("invocation %s: the outcome rejected/denied could not be recorded (%v); nothing ran", out.InvocationID, refusal)
 	if err == nil || err.Error() != want {
 		t.Errorf("message\n got %v\nwant %s", err, want)
+	}
+}
+
+// A new home's first call keeps its outcome when the disk is full at its
+// end: the reserve of space it is saved aside in was made before the
+// command ran, and the save frees it. (The reserve used to be made only
+// after a call that was recorded, so this outcome was lost as host_lost.)
+func TestFirstCallOnAFullDisk(t *testing.T) {
+	core, home := setup(t)
+	target, _, err := core.Resolve([]string{"h", "well-behaved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserve := filepath.Join(core.DataDir, invoke.PendingDir, invoke.ReserveName)
+	if _, err := os.Stat(reserve); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a new home already has a reserve: %v", err)
+	}
+	// The disk is full: a save fails unless the reserve's space was freed.
+	had := false
+	defer invoke.SetSaveHook(func() error {
+		if _, err := os.Stat(reserve); err == nil {
+			had = true
+			return &os.PathError{Op: "write", Path: "pending", Err: syscall.ENOSPC}
+		}
+		if had {
+			return nil
+		}
+		return &os.PathError{Op: "write", Path: "pending", Err: syscall.ENOSPC}
+	})()
+	full := &os.PathError{Op: "write", Path: filepath.Join(core.DataDir, "store.db"), Err: syscall.ENOSPC}
+	healthy := core.Store
+	core.Store, core.FinishRetry = &storetest.Refusing{Provider: healthy, Pass: 1, Fail: -1, Err: full}, 300*time.Millisecond
+	out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
+	var re *invoke.RecordError
+	if out.Outcome != invoke.Succeeded || !errors.As(err, &re) || re.Pending == "" {
+		t.Fatalf("outcome %+v, err %v: want succeeded, saved aside", out, err)
+	}
+	core.Store = healthy
+	if _, err := core.ResolveLost(); err != nil {
+		t.Fatal(err)
+	}
+	invs := records(t, core)
+	if len(invs) != 1 || invs[0].ID != out.InvocationID || invs[0].Outcome != invoke.Succeeded {
+		t.Errorf("records %+v, want the call succeeded", invs)
 	}
 }
