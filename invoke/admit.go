@@ -111,6 +111,14 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		out.InvocationID = newInvocationID()
 		return out, c.recordRejected(t, req, ad, out)
 	}
+	// The outcome of a call that runs must be kept even if the disk fills
+	// while it runs: the reserve it would then be saved aside in is made
+	// before anything is committed (a new home's first call has none yet).
+	// A disk with no room for it could not keep the outcome: nothing runs.
+	if err := c.keepReserve(); err != nil {
+		return &Outcome{Outcome: Rejected, Reason: ReasonStoreUnavailable,
+			Message: fmt.Sprintf("there is no room on the disk to keep this call's outcome (%v); nothing ran", err)}, err
+	}
 	inv := &store.Invocation{
 		ID: newInvocationID(), Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
 		Transport: req.Transport, Task: ad.taskName, Enforcement: ad.task.Enforcement,
@@ -161,11 +169,6 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		out.InvocationID = inv.ID
 		return out, c.recordRejected(t, req, ad, out)
 	}
-	// The command is about to run: its outcome must be kept even if the
-	// disk fills meanwhile, so the reserve it would be saved aside in is
-	// made now if it is missing (a new home's first call), not only after
-	// a call that was recorded.
-	c.keepReserve()
 	req.Diagnostics.start(inv.ID, t, req, ad.taskName)
 	if req.OnStart != nil {
 		req.OnStart(inv.ID)

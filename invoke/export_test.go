@@ -7,5 +7,12 @@ func SetSaveHook(hook func() error) (restore func()) {
 	return func() { testHookSave = func() error { return nil } }
 }
 
+// SetReserveHook has every making of the reserve first ask hook, which
+// may fail it as a full disk would; restore undoes it.
+func SetReserveHook(hook func() error) (restore func()) {
+	testHookReserve = hook
+	return func() { testHookReserve = func() error { return nil } }
+}
+
 // ReserveName is the reserve's file name in PendingDir.
 const ReserveName = reserveName

@@ -132,7 +132,7 @@ func (c *Core) finish(id string, out *Outcome) error {
 	}
 	err := write()
 	if err == nil {
-		c.keepReserve()
+		c.keepReserve() // made again once there is room; an admission says when there is none
 		return nil
 	}
 	saved, saveErr := c.savePending(p)
@@ -175,26 +175,38 @@ const (
 )
 
 // keepReserve makes sure PendingDir holds its reserve of disk space,
-// allocated (not a sparse file), and ignores a failure: without room
-// there is nothing to reserve.
-func (c *Core) keepReserve() {
+// allocated (not a sparse file). It fails only when the disk has no room
+// for it (ENOSPC, EDQUOT): then an outcome could not be kept either. Any
+// other failure (a file system without fallocate) leaves no reserve and
+// is not an error: the reserve is a margin, not a requirement.
+func (c *Core) keepReserve() error {
 	dir := filepath.Join(c.DataDir, PendingDir)
 	name := filepath.Join(dir, reserveName)
 	if fi, err := os.Stat(name); err == nil && fi.Size() >= reserveSize {
-		return
+		return nil
 	}
-	if os.MkdirAll(dir, 0o700) != nil {
-		return
+	err := testHookReserve()
+	if err == nil {
+		err = os.MkdirAll(dir, 0o700)
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return
+	if err == nil {
+		var f *os.File
+		if f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600); err == nil {
+			if ferr := unix.Fallocate(int(f.Fd()), 0, 0, reserveSize); ferr != nil {
+				err = &os.PathError{Op: "fallocate", Path: name, Err: ferr}
+				os.Remove(name) // a partial reserve holds nothing anyone counts on
+			}
+			f.Close()
+		}
 	}
-	defer f.Close()
-	if unix.Fallocate(int(f.Fd()), 0, 0, reserveSize) != nil {
-		os.Remove(name) // a partial reserve holds nothing anyone counts on
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return err
 	}
+	return nil
 }
+
+// testHookReserve lets tests fail making the reserve as a full disk would.
+var testHookReserve = func() error { return nil }
 
 // testHookSave lets tests fail a save as a full disk would.
 var testHookSave = func() error { return nil }

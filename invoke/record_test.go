@@ -347,3 +347,26 @@ func TestFirstCallOnAFullDisk(t *testing.T) {
 		t.Errorf("records %+v, want the call succeeded", invs)
 	}
 }
+
+// A disk with no room for the reserve could not keep a call's outcome:
+// the call is refused before anything is committed or run, with the
+// disk's error (store_unavailable, which the CLI reports as exit 75).
+func TestNoRoomForTheOutcome(t *testing.T) {
+	core, home := setup(t)
+	target, _, err := core.Resolve([]string{"h", "well-behaved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := &os.PathError{Op: "fallocate", Path: "reserve", Err: syscall.ENOSPC}
+	defer invoke.SetReserveHook(func() error { return full })()
+	out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
+	if out.Outcome != invoke.Rejected || out.Reason != invoke.ReasonStoreUnavailable || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("outcome %+v, err %v: want rejected/store_unavailable with the disk's error", out, err)
+	}
+	if want := "there is no room on the disk to keep this call's outcome (fallocate reserve: no space left on device); nothing ran"; out.Message != want {
+		t.Errorf("message %q, want %q", out.Message, want)
+	}
+	if invs := records(t, core); len(invs) != 0 {
+		t.Errorf("records %+v, want none: nothing was admitted", invs)
+	}
+}
