@@ -122,6 +122,7 @@ func (l *Host) Projection(context.Context) (*projection.Projection, *profile.Pro
 				return nil, []*projection.Error{{Code: stale}}
 			}
 			l.profiles.Store(n, st.Profile)
+			l.forgetBefore(n)
 			return st.Projection, nil
 		})
 		switch {
@@ -134,21 +135,27 @@ func (l *Host) Projection(context.Context) (*projection.Projection, *profile.Pro
 		if !ok {
 			continue
 		}
-		l.profiles.Range(func(k, _ any) bool { // keep what the cache can hold
-			if k.(uint64)+projection.DefaultCacheSize < n {
-				l.profiles.Delete(k)
-			}
-			return true
-		})
-		l.visibles.Range(func(k, _ any) bool {
-			if k.(visibleKey).p.Revision+projection.DefaultCacheSize < n {
-				l.visibles.Delete(k)
-			}
-			return true
-		})
 		return p, prof.(*profile.Profile), nil
 	}
 	return nil, nil, fmt.Errorf("the profile revision keeps changing; try again")
+}
+
+// forgetBefore drops the profiles and visible tools of revisions the
+// projection cache no longer holds, once per new revision n (not on every
+// page and call).
+func (l *Host) forgetBefore(n uint64) {
+	l.profiles.Range(func(k, _ any) bool {
+		if k.(uint64)+projection.DefaultCacheSize < n {
+			l.profiles.Delete(k)
+		}
+		return true
+	})
+	l.visibles.Range(func(k, _ any) bool {
+		if k.(visibleKey).p.Revision+projection.DefaultCacheSize < n {
+			l.visibles.Delete(k)
+		}
+		return true
+	})
 }
 
 // CursorKey signs list cursors; it is derived from the store secret.
