@@ -185,22 +185,28 @@ func (c *Core) keepReserve() error {
 	if fi, err := os.Stat(name); err == nil && fi.Size() >= reserveSize {
 		return nil
 	}
-	err := testHookReserve()
-	if err == nil {
-		err = os.MkdirAll(dir, 0o700)
-	}
-	if err == nil {
-		var f *os.File
-		if f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600); err == nil {
-			if ferr := unix.Fallocate(int(f.Fd()), 0, 0, reserveSize); ferr != nil {
-				err = &os.PathError{Op: "fallocate", Path: name, Err: ferr}
-				os.Remove(name) // a partial reserve holds nothing anyone counts on
-			}
-			f.Close()
-		}
-	}
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	if err := makeReserve(dir, name); errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		return err
+	}
+	return nil
+}
+
+// makeReserve allocates the reserve, name in dir.
+func makeReserve(dir, name string) error {
+	if err := testHookReserve(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, reserveSize); err != nil {
+		os.Remove(name) // a partial reserve holds nothing anyone counts on
+		return &os.PathError{Op: "fallocate", Path: name, Err: err}
 	}
 	return nil
 }
