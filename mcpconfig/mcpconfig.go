@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/rukh-cli/rukh/internal/atomicfile"
 )
@@ -145,11 +146,11 @@ type Server struct {
 
 // serverName is what a server's name may be: a TOML bare key, and what
 // every client accepts.
-var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var serverName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // Check refuses a server the clients could not start as meant.
 func (s *Server) Check() error {
-	if !serverName.MatchString(s.Name) {
+	if !serverName().MatchString(s.Name) {
 		return fmt.Errorf("server name %q: use 1 to 64 letters, digits, '-' or '_'", s.Name)
 	}
 	if !filepath.IsAbs(s.Command) {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -51,10 +52,10 @@ func tomlString(s string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-var bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var bareKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 func tomlKey(k string) string {
-	if bareKey.MatchString(k) {
+	if bareKey().MatchString(k) {
 		return k
 	}
 	return tomlString(k)
@@ -143,7 +144,9 @@ func tomlSeparator(data []byte) string {
 
 // header matches a table header line: [a.b] or [[a.b]], with an optional
 // comment; its first group is the name inside the brackets.
-var header = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
+var header = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
+})
 
 // tableSpan finds the lines of the table [key.name] and its sub-tables:
 // from its header line to the next header line outside them (or the end).
@@ -152,7 +155,7 @@ func tableSpan(data []byte, key, name string) (from, to int, ok bool) {
 	off := 0
 	from = -1
 	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if m := header.FindSubmatch(bytes.TrimRight(line, "\r\n")); m != nil {
+		if m := header().FindSubmatch(bytes.TrimRight(line, "\r\n")); m != nil {
 			h := strings.ReplaceAll(string(m[1]), " ", "")
 			own := names[h]
 			for n := range names {

@@ -7,13 +7,24 @@ package cliname
 
 import (
 	"fmt"
-	"regexp"
 	"sync/atomic"
 )
 
-// valid is what a CLI's name may be: it is spliced into messages, file
-// names and format strings, so no `%`, space or path separator.
-var valid = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+// valid reports whether n may be a CLI's name, ^[a-z][a-z0-9-]*$: it is
+// spliced into messages, file names and format strings, so no `%`, space
+// or path separator. (A loop, not a regexp: every process checks it as
+// it starts.)
+func valid(n string) bool {
+	for i, c := range n {
+		switch {
+		case 'a' <= c && c <= 'z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return n != ""
+}
 
 // Default is the reference CLI's name.
 const Default = "rukh"
@@ -27,7 +38,7 @@ func Set(n string) {
 	if n == "" {
 		return
 	}
-	if !valid.MatchString(n) {
+	if !valid(n) {
 		panic(fmt.Sprintf("cliname: %q is not a CLI name (lowercase letters, digits and dashes, starting with a letter)", n))
 	}
 	name.Store(&n)

@@ -22,7 +22,7 @@ func TestName(t *testing.T) {
 }
 
 func TestSetRefusesBadNames(t *testing.T) {
-	for _, n := range []string{"Acme", "ac%me", "a b", "a/b", "-acme", "9acme"} {
+	for _, n := range []string{"Acme", "ac%me", "a b", "a/b", "-acme", "9acme", "acmé", "a_b", "a.b"} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -33,6 +33,17 @@ func TestSetRefusesBadNames(t *testing.T) {
 		}()
 		if Name() != Default {
 			t.Errorf("after Set(%q): Name() = %q", n, Name())
+		}
+	}
+}
+
+func TestValid(t *testing.T) {
+	for n, want := range map[string]bool{
+		"rukh": true, "a": true, "acme-2": true, "my-cli": true,
+		"": false, "A": false, "2a": false, "-a": false, "a b": false, "a%": false, "é": false, "a\n": false,
+	} {
+		if got := valid(n); got != want {
+			t.Errorf("valid(%q) = %v, want %v", n, got, want)
 		}
 	}
 }
