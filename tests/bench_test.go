@@ -41,6 +41,33 @@ func BenchmarkCLI(b *testing.B) {
 			runDirect(b, filepath.Join(hello, "bin", "hello"))
 		}
 	})
+	// What any Go host of a call costs at least (tests/testdata/floor):
+	// a Go program that starts the command and waits, as the thin client
+	// does; that with the two durable records every call has (begin and
+	// outcome, bbolt); and that with the command supervised by the helper.
+	// Their ratios to direct bound what rukh can reach without trading a
+	// protection.
+	floor := filepath.Join(dir, "floor")
+	build(b, floor, "./testdata/floor")
+	floorDB := filepath.Join(dir, "floor.db")
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{
+		{"floor/go-host", nil},
+		{"floor/go-host+records", []string{"-store", floorDB}},
+		{"floor/go-host+records+helper", []string{"-store", floorDB, "-helper", filepath.Join(dir, "rukh-sandbox")}},
+	} {
+		args := append(c.flags, filepath.Join(hello, "bin", "hello"), string(directFrame), extproto.EnvFD+"=3", extproto.EnvToken+"="+strings.Repeat("0", 64))
+		args = append(args, directEnv...)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if out, err := exec.Command(floor, args...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
+					b.Fatalf("floor %v: %v: %q", c.flags, err, out)
+				}
+			}
+		})
+	}
 	// The floor of any Go program's start, for `rukh version`'s ratio.
 	empty := filepath.Join(dir, "empty")
 	build(b, empty, "./testdata/empty")
@@ -162,14 +189,19 @@ func installCatalog(b *testing.B, home, hello string, n int) {
 	}
 }
 
+// directFrame and directEnv are what a host gives the hello extension
+// for `hello bench`: its invoke frame and its environment.
+var (
+	directFrame = (&extproto.Invoke{InvocationID: strings.Repeat("1", 32), Command: "acme.hello/hello", Transport: "cli", DeadlineMs: 30000,
+		Inputs: []byte(`{"count":{"value":1,"explicit":false},"name":{"value":"bench","explicit":true}}`)}).AppendFrame(nil)
+	directEnv = []string{extproto.EnvInvocationID + "=" + strings.Repeat("1", 32), extproto.EnvCommand + "=acme.hello/hello"}
+)
+
 // runDirect is the floor: the extension program started with a prepared
 // channel, its invoke frame written and its completion read, by a minimal
 // host with no store, no validation and no records.
 func runDirect(b *testing.B, prog string) {
-	frame := (&extproto.Invoke{InvocationID: strings.Repeat("1", 32), Command: "acme.hello/hello", Transport: "cli", DeadlineMs: 30000,
-		Inputs: []byte(`{"count":{"value":1,"explicit":false},"name":{"value":"bench","explicit":true}}`)}).AppendFrame(nil)
-	env := []string{extproto.EnvInvocationID + "=" + strings.Repeat("1", 32), extproto.EnvCommand + "=acme.hello/hello"}
-	if line := testhome.ForkExec(b, prog, env, frame); !strings.Contains(line, `"complete"`) {
+	if line := testhome.ForkExec(b, prog, directEnv, directFrame); !strings.Contains(line, `"complete"`) {
 		b.Fatalf("direct: %q", line)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"sync"
 	"syscall"
@@ -134,15 +133,13 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, HelloTimeout)
 	defer cancel()
-	var nd net.Dialer
-	c, err := nd.DialContext(ctx, "unix", d.Socket)
+	uc, err := wire.Dial(d.Socket)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
 			return nil, ErrNoDaemon
 		}
 		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "dial", Err: err}
 	}
-	uc := c.(*net.UnixConn)
 	if err := checkPeer(uc); err != nil {
 		uc.Close()
 		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "dial", Err: err}
@@ -168,8 +165,7 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 		return nil, ErrNoDaemon
 	case err != nil:
 		s.c.Close()
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s; the daemon is hung: see `%s daemon status`, or kill it", HelloTimeout, d.Name)
 		}
 		return nil, &Error{Name: d.Name, Socket: d.Socket, Op: "hello", Err: err}
@@ -195,7 +191,7 @@ func manageable(code string) bool {
 }
 
 // checkPeer refuses a daemon that runs as another user.
-func checkPeer(c *net.UnixConn) error {
+func checkPeer(c wire.Socket) error {
 	uid, _, err := wire.PeerCred(c)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"sync"
 	"syscall"
@@ -21,11 +20,46 @@ const (
 	MaxFiles  = 8
 )
 
+// Socket is a connected Unix stream socket: what the daemon's listener
+// accepts (a *net.UnixConn), or the client's own (an *os.File, Dial).
+// Package wire does not import net, and neither does the thin client: a
+// program that links net starts slower, and the thin client's start is
+// part of every command.
+type Socket interface {
+	io.ReadWriteCloser
+	SetDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+	SyscallConn() (syscall.RawConn, error)
+}
+
+// Dial connects to the Unix socket at path without package net. The
+// socket is non-blocking and close-on-exec, so its deadlines hold (the
+// runtime's poller serves it) and no command inherits it.
+func Dial(path string) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	// A Unix socket connects at once, or fails (ECONNREFUSED when nothing
+	// listens, EAGAIN when the listener's backlog is full).
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, &os.PathError{Op: "connect", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 // Conn is a Unix-socket connection that reads and writes frames, some
 // carrying open files (SCM_RIGHTS). Writes are serialized; reads are not,
 // and belong to one goroutine.
 type Conn struct {
-	c  *net.UnixConn
+	c  Socket
 	mu sync.Mutex // serializes writes
 	// WriteTimeout, when set, bounds each Send: a peer that stops reading
 	// fails the write instead of blocking the sender for ever.
@@ -75,10 +109,7 @@ func (b *Budget) give(n int64) {
 var ErrBudget = errors.New("the daemon holds as many frame bytes as it may; retry")
 
 // NewConn wraps c.
-func NewConn(c *net.UnixConn) *Conn { return &Conn{c: c} }
-
-// Unix is the underlying connection.
-func (c *Conn) Unix() *net.UnixConn { return c.c }
+func NewConn(c Socket) *Conn { return &Conn{c: c} }
 
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }
@@ -103,7 +134,7 @@ func (c *Conn) Send(m *Msg, files ...*os.File) error {
 	for i, f := range files {
 		fds[i] = int(f.Fd())
 	}
-	n, _, err := c.c.WriteMsgUnix(buf, syscall.UnixRights(fds...), nil)
+	n, err := c.sendmsg(buf, syscall.UnixRights(fds...))
 	if err == nil && n < len(buf) {
 		_, err = c.c.Write(buf[n:])
 	}
@@ -119,7 +150,7 @@ func (c *Conn) Receive() (*Msg, []*os.File, error) {
 	var files []*os.File
 	got := 0
 	for got < len(head) {
-		n, oobn, _, _, err := c.c.ReadMsgUnix(head[got:], oob)
+		n, oobn, err := c.recvmsg(head[got:], oob)
 		if oobn > 0 {
 			fs, ferr := parseRights(oob[:oobn])
 			files = append(files, fs...)
@@ -195,6 +226,58 @@ func (c *Conn) readBody(n int) ([]byte, error) {
 	return body, nil
 }
 
+// sendmsg writes p with the control message oob (sendmsg(2)), waiting
+// for the socket to take it as a Write would, deadline included.
+func (c *Conn) sendmsg(p, oob []byte) (int, error) {
+	raw, err := c.c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var serr error
+	err = raw.Write(func(fd uintptr) bool {
+		for {
+			n, serr = syscall.SendmsgN(int(fd), p, oob, nil, 0)
+			if serr != syscall.EINTR {
+				return serr != syscall.EAGAIN
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	if serr != nil {
+		return 0, os.NewSyscallError("sendmsg", serr)
+	}
+	return n, nil
+}
+
+// recvmsg reads into p and the control message buffer oob (recvmsg(2);
+// passed descriptors are close-on-exec), waiting for data as a Read
+// would, deadline included. n is 0 at the end of the stream.
+func (c *Conn) recvmsg(p, oob []byte) (n, oobn int, err error) {
+	raw, err := c.c.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var rerr error
+	err = raw.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, oob, syscall.MSG_CMSG_CLOEXEC)
+			if rerr != syscall.EINTR {
+				return rerr != syscall.EAGAIN
+			}
+		}
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if rerr != nil {
+		return 0, 0, os.NewSyscallError("recvmsg", rerr)
+	}
+	return n, oobn, nil
+}
+
 func parseRights(oob []byte) ([]*os.File, error) {
 	msgs, err := syscall.ParseSocketControlMessage(oob)
 	if err != nil {
@@ -224,7 +307,7 @@ func closeFiles(files []*os.File) {
 
 // PeerCred reads the uid and pid of the process at the other end of c
 // from the kernel (SO_PEERCRED): both sides check who they talk to.
-func PeerCred(c *net.UnixConn) (uid, pid int, err error) {
+func PeerCred(c Socket) (uid, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return -1, 0, err

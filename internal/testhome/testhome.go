@@ -4,17 +4,13 @@
 package testhome
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +18,7 @@ import (
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/channelexec"
 	"github.com/rukh-cli/rukh/trust"
 )
 
@@ -71,35 +68,10 @@ func Apply(t testing.TB, a *admin.Admin, profile string) {
 // rukh.ipc/1 channel on fd 3 and frame written to it — and returns the
 // first line the program writes back: the floor benchmarks compare with.
 func ForkExec(t testing.TB, prog string, env []string, frame []byte) string {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	env = append([]string{extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, env...)
+	line, err := channelexec.Run([]string{prog}, env, frame)
 	if err != nil {
 		t.Fatal(err)
-	}
-	parent, child := os.NewFile(uintptr(fds[0]), "p"), os.NewFile(uintptr(fds[1]), "c")
-	conn, err := net.FileConn(parent)
-	parent.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	cmd := exec.Command(prog)
-	cmd.ExtraFiles = []*os.File{child}
-	cmd.Env = append([]string{extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	child.Close()
-	if frame != nil {
-		if _, err := conn.Write(frame); err != nil {
-			t.Fatal(err)
-		}
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		t.Fatalf("%s: %v", prog, err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s: %v", prog, err)
 	}
 	return line
 }
