@@ -311,3 +311,89 @@ func TestBudget(t *testing.T) {
 		t.Errorf("%d bytes still counted after every read ended", budget.used)
 	}
 }
+
+// TestDial: the client's own socket (Dial, no package net) carries frames
+// and descriptors both ways with a daemon's *net.UnixConn, its deadlines
+// hold, and a socket nobody serves fails as the thin client expects.
+func TestDial(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/d.sock"
+	if _, err := Dial(path); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("Dial of a missing socket: %v, want ENOENT", err)
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	accepted := make(chan *net.UnixConn, 1)
+	go func() {
+		uc, err := l.AcceptUnix()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- uc
+	}()
+	f, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := NewConn(f)
+	t.Cleanup(func() { client.Close() })
+	uc, ok := <-accepted
+	if !ok {
+		t.Fatal("the listener accepted nothing")
+	}
+	server := NewConn(uc)
+	t.Cleanup(func() { server.Close() })
+	if uid, pid, err := PeerCred(f); err != nil || uid != os.Getuid() || pid != os.Getpid() {
+		t.Errorf("PeerCred of the client's socket = %d, %d, %v", uid, pid, err)
+	}
+
+	// Client to daemon: an Exec with three descriptors.
+	out, err := os.Create(dir + "/out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := client.Send(&Msg{Exec: &Exec{Args: []string{"x"}, Dir: "/"}}, os.Stdin, out, out); err != nil {
+		t.Fatal(err)
+	}
+	m, got, err := server.Receive()
+	if err != nil || m.Exec == nil || len(got) != 3 {
+		t.Fatalf("the daemon received %+v, %d files, %v", m, len(got), err)
+	}
+	got[1].WriteString("to the client's file")
+	closeFiles(got)
+	// Daemon to client: a Spawned with one descriptor.
+	if err := server.Send(&Msg{Spawned: &Spawned{PID: 1}}, out); err != nil {
+		t.Fatal(err)
+	}
+	m, got, err = client.Receive()
+	if err != nil || m.Spawned == nil || len(got) != 1 {
+		t.Fatalf("the client received %+v, %d files, %v", m, len(got), err)
+	}
+	got[0].WriteString(", and back")
+	closeFiles(got)
+	if data, _ := os.ReadFile(dir + "/out"); string(data) != "to the client's file, and back" {
+		t.Errorf("the passed descriptors wrote %q", data)
+	}
+
+	// A daemon that says nothing: the client's deadline ends the wait.
+	f.SetDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, _, err := client.Receive(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("Receive past the deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	f.SetDeadline(time.Time{})
+	// The daemon hangs up: the end of the stream.
+	server.Close()
+	if _, _, err := client.Receive(); err != io.EOF {
+		t.Errorf("Receive after the daemon closed: %v, want io.EOF", err)
+	}
+	// The socket file stays, nobody listens: refused.
+	l.Close()
+	if _, err := Dial(path); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Dial with nobody listening: %v, want ECONNREFUSED", err)
+	}
+}
