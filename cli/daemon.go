@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -189,6 +191,7 @@ func daemonStart(ctx context.Context, f *Factory) error {
 		return &ExitError{Status: ExitTempFail, Err: err}
 	}
 	defer logf.Close()
+	logStart, _ := logf.Seek(0, io.SeekEnd) // where this start's lines begin
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return err
@@ -205,6 +208,9 @@ func daemonStart(ctx context.Context, f *Factory) error {
 	for end := time.Now().Add(daemonStartWait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		select {
 		case err := <-exited:
+			if why := lastLine(logPath, logStart); why != "" {
+				return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd exited at once (%v): %s", f.Name, err, why)}
+			}
 			return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd exited at once (%v); see %s", f.Name, err, logPath)}
 		default:
 		}
@@ -214,6 +220,27 @@ func daemonStart(ctx context.Context, f *Factory) error {
 		}
 	}
 	return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd did not answer within %s; see %s", f.Name, daemonStartWait, logPath)}
+}
+
+// lastLine is the last line the daemon wrote to its log at path after
+// offset (what it said as it exited), at most its last 4 KiB, or "".
+func lastLine(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() <= offset {
+		return ""
+	}
+	offset = max(offset, fi.Size()-4096)
+	buf := make([]byte, fi.Size()-offset)
+	if _, err := f.ReadAt(buf, offset); err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(buf)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // daemonLog opens the daemon's log in the runtime dir for appending: only

@@ -34,6 +34,10 @@ const (
 	exitTempFail    = 75
 )
 
+// maxSocketPath is the longest path a Unix socket may have on Linux:
+// sun_path holds 108 bytes, the last one its NUL.
+const maxSocketPath = 107
+
 // storeWait bounds how long a starting daemon waits for an in-process
 // client to release the store.
 const storeWait = 10 * time.Second
@@ -181,6 +185,10 @@ func Listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener,
 		return nil, false, &exitError{exitUsage, errors.New("socket activation passed no Unix stream socket")}
 	}
 	sock := p.Socket(name)
+	if len(sock) > maxSocketPath {
+		return nil, false, &exitError{exitUnavailable, fmt.Errorf("the socket %s would be %d bytes long, more than the %d a Unix socket's path may have; "+
+			"give %s a shorter directory (or, when it is unset, XDG_RUNTIME_DIR); without a daemon, %s works as it is", sock, len(sock), maxSocketPath, paths.HomeEnv(name), name)}
+	}
 	if err := paths.Secure(p.Runtime); err != nil {
 		return nil, false, &exitError{exitTempFail, err}
 	}
