@@ -136,6 +136,16 @@ func (p *clientProc) Signal(sig syscall.Signal) {
 	}
 }
 
+// Kill sends SIGKILL to the command the client started, through its
+// pidfd only.
+func (p *clientProc) Kill() {
+	p.mu.Lock()
+	if !p.ended {
+		unix.PidfdSendSignal(int(p.pidfd.Fd()), syscall.SIGKILL, nil, 0)
+	}
+	p.mu.Unlock()
+}
+
 // Wait returns the status the client reports; a client that goes away
 // first cannot report it: the command is killed (it would die with its
 // parent anyway) and the status is unknown.

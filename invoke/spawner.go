@@ -13,6 +13,11 @@ type Process interface {
 	// Signal sends sig to the command (and its group, unless it runs in
 	// its host's job).
 	Signal(sig syscall.Signal)
+	// Kill ends the process started (a supervising helper included) with
+	// SIGKILL at once, whatever its state, when a call's stop was not
+	// obeyed within the grace: a helper that its command stopped or
+	// traces acts on no signal but SIGKILL.
+	Kill()
 	// Wait returns the command's exit status once it has exited, as a
 	// shell reports it (128+N for signal N), or -1 when that cannot be
 	// known (the client that ran it went away).

@@ -115,6 +115,20 @@ func (p *Proc) Signal(sig syscall.Signal) {
 	}
 }
 
+// Kill ends the process Start started at once, whatever its state — a
+// supervising helper that is stopped (SIGSTOP) or traced acts on no Kill
+// — with SIGKILL, and its group unless it runs in its caller's job. The
+// command then dies by its parent-death signal; what it detached is the
+// next subreaper's (KillOrphans in a host of one call).
+func (p *Proc) Kill() {
+	if !p.exited.Load() {
+		p.cmd.Process.Signal(syscall.SIGKILL) // a pidfd: never another process
+	}
+	if !p.Foreground {
+		syscall.Kill(-p.Pid, syscall.SIGKILL)
+	}
+}
+
 // Wait waits for the command to exit and returns its exit status as a
 // shell reports it: 128+N when signal N ended it, -1 when it cannot be
 // known. What is left of its group is killed then.
