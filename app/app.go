@@ -61,14 +61,26 @@ func Local(cfg Config, args []string) int {
 		invoke.AdoptOrphans()
 	}
 	// The first Ctrl-C or SIGTERM cancels the context (a running command
-	// is stopped and recorded as interrupted); a second one has its
-	// default effect and ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// is stopped, with a grace, and recorded as interrupted); a second one
+	// kills the call at once, its helper included whatever state the
+	// command left it in, and it is still recorded (invoke.WithAbort); a
+	// third has its default effect and ends the process.
+	sigs := make(chan os.Signal, 3)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	abort := make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		stop()
+		<-sigs
+		cancel()
+		<-sigs
+		close(abort)
+		<-sigs
+		signal.Stop(sigs)
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		syscall.Kill(os.Getpid(), syscall.SIGINT)
 	}()
+	ctx = invoke.WithAbort(ctx, abort)
 	return Run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Environ())
 }
 

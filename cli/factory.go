@@ -79,6 +79,7 @@ func (f *Factory) Host() (*local.Host, error) {
 		return nil, &ExitError{Status: ExitTempFail, Err: err}
 	}
 	h := local.New(p.Data)
+	h.Hide(p.Data, p.Config, p.Runtime)
 	// A daemon started while this command line's call runs records its
 	// outcome at once (client.Settler).
 	h.FinishThrough(client.Settler(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}))
@@ -110,7 +111,9 @@ func (f *Factory) ToolHost() (seam.ToolHost, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &ExitError{Status: ExitTempFail, Err: err}
 	}
-	return client.NewAuto(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, local.New(p.Data)), nil
+	h := local.New(p.Data)
+	h.Hide(p.Data, p.Config, p.Runtime)
+	return client.NewAuto(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, h), nil
 }
 
 // state reads the active revision through the Host.

@@ -159,8 +159,10 @@ func New(name string, p paths.Paths, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	held := store.NewHeld(st)
+	host := local.NewHeld(p.Data, held, os.Getuid())
+	host.Hide(p.Data, p.Config, p.Runtime)
 	return &Server{Name: name, Paths: p, Build: buildid.ID(), Logger: logger,
-		Host: local.NewHeld(p.Data, held, os.Getuid()), store: held}, nil
+		Host: host, store: held}, nil
 }
 
 // Listen returns the socket systemd passed (socket activation) or, when

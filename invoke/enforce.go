@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,6 +80,15 @@ func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, gran
 		return nil, &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: "private TMPDIR: " + err.Error()}
 	}
 	e.tmpdir = tmp
+	// What the command must not see: the home (its release shown again)
+	// and the user's runtime directory. A strict command's Landlock rules
+	// keep it from them already, unless a grant reaches into them: only
+	// then does it need the namespaces (which not every machine gives
+	// an unprivileged user).
+	hidden := c.hiddenDirs()
+	if e.profile == profile.EnforceRestricted || grantsReach(grants, hidden) {
+		spec.Hide, spec.Keep = hidden, []string{resolved(releaseDir)}
+	}
 	if e.profile == profile.EnforceStrict {
 		spec.ReadOnly = append([]string{releaseDir}, sandbox.SystemReadOnly...)
 		spec.ReadWrite = append([]string{tmp}, sandbox.SystemReadWrite...)
@@ -93,6 +104,60 @@ func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, gran
 	}
 	e.spec = spec
 	return e, nil
+}
+
+// hiddenDirs are the directories a confined command does not see: the
+// home's (Core.Hidden), the user's runtime directory — the session bus,
+// systemd --user, agents' sockets, Wayland: each a way to have a program
+// started outside the call — and the sockets of tmux and X11 in /tmp,
+// through which a command could type into the owner's terminal. Each is
+// resolved through symbolic links (the helper mounts over what a path
+// leads to); one inside another is left to the outer.
+func (c *Core) hiddenDirs() []string {
+	dirs := c.Hidden
+	if len(dirs) == 0 {
+		dirs = []string{c.DataDir}
+	}
+	uid := strconv.Itoa(os.Getuid())
+	dirs = append(slices.Clone(dirs), os.Getenv("XDG_RUNTIME_DIR"), "/run/user/"+uid, "/tmp/tmux-"+uid, "/tmp/.X11-unix")
+	var out []string
+	for _, d := range dirs {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		if d = resolved(d); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return slices.CompactFunc(out, func(outer, inner string) bool { return within(inner, outer) })
+}
+
+// grantsReach reports whether a granted path is one of dirs, inside one,
+// or holds one.
+func grantsReach(grants []grant, dirs []string) bool {
+	for _, g := range grants {
+		for _, d := range dirs {
+			if within(g.path, d) || within(d, g.path) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// resolved is path through its symbolic links, or path when it cannot be
+// resolved (it is not there: nothing to hide).
+func resolved(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return filepath.Clean(path)
 }
 
 // supervised reports whether the helper starts the command (wrap) and
@@ -191,6 +256,20 @@ func (c *Core) Enforceable() map[string]string {
 			continue
 		}
 		spec := &sandbox.Spec{Profile: p, Probe: true}
+		if p == profile.EnforceRestricted {
+			// A cover and a directory shown again inside it, as a
+			// restricted call's home and release.
+			probe, err := os.MkdirTemp("", "rukh-probe-")
+			if err == nil {
+				defer os.RemoveAll(probe)
+				err = os.MkdirAll(filepath.Join(probe, "releases", "r"), 0o700)
+			}
+			if err != nil {
+				out[p] = "NOT checked: " + err.Error()
+				continue
+			}
+			spec.Hide, spec.Keep = []string{probe}, []string{filepath.Join(probe, "releases", "r")}
+		}
 		if p == profile.EnforceStrict {
 			// A grant too ("/", which no symbolic link leads to), so that
 			// an openat2 the kernel lacks or a filter refuses shows here.
@@ -212,9 +291,12 @@ func (c *Core) Enforceable() map[string]string {
 		case profile.EnforceHost:
 			out[p] = "applied by " + helper + ": scrubbed environment, descriptors 0-2 and the channel only, own process group; everything the command starts is ended with the call, and when its host dies"
 		case profile.EnforceRestricted:
-			out[p] = "applied by " + helper + ": host + the task's rlimits, no_new_privs, no capabilities, no TIOCSTI, a private TMPDIR"
+			out[p] = "applied by " + helper + ": host + the task's rlimits, no_new_privs, no capabilities, no TIOCSTI, a private TMPDIR; " +
+				"the home's store, keys, profile and socket and your runtime directory hidden (a user and mount namespace of its own); " +
+				"it cannot signal, stop or trace its helper or any process outside its call (Landlock ABI 6 scoping)"
 		default:
-			out[p] = "applied by " + helper + ": restricted + Landlock (release, system libraries, granted paths; TCP bind/connect denied) + no network: no socket of any family, Unix stream pairs only, no io_uring or keyrings (seccomp) + no capabilities + no controlling terminal"
+			out[p] = "applied by " + helper + ": restricted + Landlock (release, system libraries, granted paths; TCP bind/connect denied) + no network: no socket of any family, Unix stream pairs only, no io_uring or keyrings (seccomp) + no capabilities + no controlling terminal" +
+				"; a grant that reaches into the home or your runtime directory needs the namespaces restricted uses, and is refused without them"
 		}
 	}
 	return out

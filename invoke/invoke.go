@@ -70,6 +70,11 @@ type Core struct {
 	// FinishRetry is how long the host keeps trying to commit a decided
 	// outcome after the store first refused it (0: DefaultFinishRetry).
 	FinishRetry time.Duration
+	// Hidden are the home's directories — data (the store, releases),
+	// config and runtime (the daemon's socket) — which a restricted
+	// command must not see (hiddenDirs adds the user's own runtime
+	// directory); empty: DataDir alone.
+	Hidden []string
 	// Sandbox is the enforcement helper (rukh-sandbox); empty: look for it
 	// beside the executable, then on $PATH.
 	Sandbox string

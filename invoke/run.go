@@ -34,7 +34,27 @@ const (
 	channelGrace = 500 * time.Millisecond
 	// sendTimeout bounds writing the invoke frame.
 	sendTimeout = 2 * time.Second
+	// killGrace bounds how long a supervising helper has to end a call
+	// once asked to kill it (spawn.Kill) before it is itself killed with
+	// SIGKILL (Process.Kill): ending every process of the call takes it
+	// milliseconds, unless the command stopped or traces it.
+	killGrace = time.Second
 )
+
+// abortKey carries the channel WithAbort gives.
+type abortKey struct{}
+
+// WithAbort returns a context whose calls are killed at once, without
+// the grace their stop otherwise has, when abort is closed: the second
+// Ctrl-C of a command line, after the first cancelled ctx.
+func WithAbort(ctx context.Context, abort <-chan struct{}) context.Context {
+	return context.WithValue(ctx, abortKey{}, abort)
+}
+
+func abortOf(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(abortKey{}).(<-chan struct{})
+	return ch
+}
 
 // EnvAllowlist is the caller's environment a command sees
 // (envpolicy.Allowlist).
@@ -243,12 +263,32 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 
 	// Wait for the process, stopping it on cancellation or at the deadline:
 	// SIGTERM to the group, then SIGKILL when the grace period (which
-	// never renews) runs out. The first accepted cause is the one kept.
+	// never renews) runs out — which a supervising helper carries out for
+	// the whole call (spawn.Kill) — and, should the helper not have ended
+	// it within killGrace (a command that stops or traces its helper
+	// keeps it from acting on any signal but SIGKILL), SIGKILL of the
+	// helper itself (Process.Kill). A second cancellation (the second
+	// Ctrl-C) goes straight to the SIGKILL. The first accepted cause is
+	// the one kept. started is the start of the deadline's clock.
+	started := time.Now()
 	deadline := time.NewTimer(ad.deadline)
 	defer deadline.Stop()
 	var cause string
-	var kill <-chan time.Time
-	done := ctx.Done()
+	var kill, destroy <-chan time.Time
+	done, abort := ctx.Done(), abortOf(ctx)
+	killed := false // Process.Kill was sent
+	escalate := func() {
+		kill = nil
+		if !killed && destroy == nil {
+			signal(syscall.SIGKILL)
+			destroy = time.After(killGrace)
+		}
+	}
+	destroyNow := func() {
+		kill, destroy, killed = nil, nil, true
+		signal(syscall.SIGKILL)
+		proc.Kill()
+	}
 	stop := func(reason string) {
 		if cause == "" {
 			cause = reason
@@ -269,11 +309,19 @@ wait:
 				reason = req.CancelReason()
 			}
 			stop(reason)
+		case <-abort:
+			// The second Ctrl-C: no grace for a call asked twice.
+			abort = nil
+			if cause == "" {
+				stop(ReasonInterrupted)
+			}
+			destroyNow()
 		case <-deadline.C:
 			stop(ReasonDeadline)
 		case <-kill:
-			kill = nil
-			signal(syscall.SIGKILL)
+			escalate()
+		case <-destroy:
+			destroyNow()
 		}
 	}
 	// In the foreground, Ctrl-C reaches the command and this host at once,
@@ -283,6 +331,12 @@ wait:
 		if ctx.Err() != nil && req.CancelReason != nil {
 			cause = req.CancelReason()
 		}
+	}
+	// A call that ended after its deadline did not end in time, whatever
+	// it reports: its host (or the helper) was held up past it — stopped,
+	// say — and the deadline never saw its moment.
+	if cause == "" && time.Since(started) > ad.deadline {
+		cause = ReasonDeadline
 	}
 	// Cleanup: whatever is left of the group (grandchildren) dies now,
 	// and in a host of one call every process below it, whatever its

@@ -42,6 +42,10 @@ func New(dataDir string) *Host {
 	return &Host{admin: admin.New(dataDir), core: invoke.New(dataDir), cache: projection.NewCache(projection.DefaultCacheSize)}
 }
 
+// Hide names the home's directories (data, config, runtime), which no
+// restricted command sees (invoke.Core.Hidden).
+func (l *Host) Hide(dirs ...string) { l.core.Hidden = dirs }
+
 // NewCore returns the in-process Host around core, as the caller
 // set it up (its store Provider, its timings); owner operations use the
 // same Provider.

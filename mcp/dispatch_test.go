@@ -14,8 +14,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp"
+	"github.com/rukh-cli/rukh/sandbox"
 	"github.com/rukh-cli/rukh/wire"
 )
 
@@ -530,9 +532,19 @@ func TestDispatchProgress(t *testing.T) {
 // approved it, the same op runs once, and the next asks anew (ADR 0007).
 func TestDispatchApproval(t *testing.T) {
 	dir, a := dispatchHome(t)
-	testhome.Apply(t, a, strings.Replace(dispatchProfile,
-		`"agent":{"commands":["test.ops/*"],`, `"agent":{"requireApproval":["destructive"],"commands":["test.ops/*"],`, 1))
-	cs := connect(t, dir)
+	// Approval needs a task that is not host (a host command could
+	// approve its own call), so the helper that applies restricted.
+	profile := strings.Replace(dispatchProfile,
+		`"agent":{"commands":["test.ops/*"],`, `"agent":{"requireApproval":["destructive"],"commands":["test.ops/*"],`, 1)
+	testhome.Apply(t, a, strings.Replace(profile, `"maxConcurrent":4,"enforcement":"host"}}}`, `"maxConcurrent":4,"enforcement":"restricted"}}}`, 1))
+	helper := filepath.Join(t.TempDir(), "rukh-sandbox")
+	if err := sandbox.Build(helper); err != nil {
+		t.Fatalf("build the enforcement helper: %v", err)
+	}
+	core := invoke.New(filepath.Join(dir, "data"))
+	core.Sandbox = helper
+	srv := mcp.NewServer(mcp.Options{Host: local.NewCore(core), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "test"})
+	cs := connectTo(t, srv, nil, nil, nil)
 	name := dispatchTool(t, cs).Name
 	op := `{"ops":[{"op":"test.ops/wipe","fingerprint":"` + fingerprint(t, cs, name, "test.ops/wipe") + `"}]}`
 	first := firstOp(t, cs, name, op)

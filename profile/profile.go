@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -133,19 +134,44 @@ func (t Task) NeedsApproval(class descriptor.EffectClass) bool {
 	return slices.Contains(t.RequireApproval, string(class))
 }
 
-// Warnings says what a valid profile allows that its owner may not mean:
-// a task that keeps calls for the owner's approval but runs its commands
-// under host or restricted enforcement, where a command acts with the
-// owner's own authority — it can change the owner's files, the store
-// among them — so approval guards against an agent's mistakes there, not
-// against a hostile command (docs/owner.md, "Effects and approval").
+// Warnings says what a valid profile allows that its owner may not mean
+// (docs/owner.md, "Effects and approval"):
+//
+//   - a task that keeps calls for the owner's approval and runs its
+//     commands under restricted: such a command cannot reach Rukh's store
+//     or daemon, approve, or broaden its task, but it writes the owner's
+//     other files, and can leave there what acts later (a shell's
+//     start-up file);
+//   - approvals anywhere while a task that agents use runs its commands
+//     under host: a host command acts as the owner, and can approve what
+//     any task keeps, or change the profile.
 func (p *Profile) Warnings() []string {
 	var out []string
+	var approving []string
 	for _, name := range slices.Sorted(maps.Keys(p.Tasks)) {
 		t := p.Tasks[name]
-		if len(t.RequireApproval) > 0 && t.Enforcement != EnforceStrict {
-			out = append(out, fmt.Sprintf("task %q keeps %s calls for your approval but runs its commands under %q enforcement, where a command acts with your authority (it can change your files, the store included); use \"strict\" for commands you do not trust",
+		if len(t.RequireApproval) > 0 {
+			approving = append(approving, strconv.Quote(name))
+		}
+		if len(t.RequireApproval) > 0 && t.Enforcement == EnforceRestricted {
+			out = append(out, fmt.Sprintf("task %q keeps %s calls for your approval and runs its commands under %q: they cannot reach the store or the daemon, approve, or change the profile, but they can change your other files (your shell's start-up files too) and leave there what runs later as you; use \"strict\" for commands you do not trust",
 				name, strings.Join(t.RequireApproval, ", "), t.Enforcement))
+		}
+	}
+	if len(approving) == 0 {
+		return out
+	}
+	agents := []string{p.MCP.Task}
+	if p.MCP.HTTP != nil {
+		for _, b := range p.MCP.HTTP.Bindings {
+			agents = append(agents, b.Task)
+		}
+	}
+	slices.Sort(agents)
+	for _, name := range slices.Compact(agents) {
+		if t, ok := p.Tasks[name]; ok && t.Enforcement == EnforceHost {
+			out = append(out, fmt.Sprintf("task %q, which agents use, runs its commands under %q, where a command acts as you: it can approve the calls that task %s keeps for you, or change the profile; use \"restricted\" or \"strict\" there",
+				name, EnforceHost, strings.Join(approving, ", ")))
 		}
 	}
 	return out
@@ -403,6 +429,12 @@ func (p *Profile) Validate() error {
 				add(fmt.Sprintf("%s/requireApproval/%d", at, i), "%q is listed twice", c)
 			}
 			seen[c] = true
+		}
+		if len(t.RequireApproval) > 0 && t.Enforcement == EnforceHost {
+			// A host command acts as the owner, and can approve its own
+			// call: an approval it could give itself is no approval.
+			add(at+"/requireApproval", "a task whose calls wait for your approval cannot run them under %q: a host command acts as you, and could approve its own call; use %q or %q",
+				EnforceHost, EnforceRestricted, EnforceStrict)
 		}
 		switch {
 		case t.ApprovalTTLMs != 0 && len(t.RequireApproval) == 0:

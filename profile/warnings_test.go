@@ -14,8 +14,38 @@ func TestWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := p.Warnings()
-	if len(w) != 1 || !strings.HasPrefix(w[0], `task "agent" keeps destructive, external calls for your approval but runs its commands under "restricted" enforcement, where a command acts with your authority`) {
+	if len(w) != 1 || !strings.HasPrefix(w[0], `task "agent" keeps destructive, external calls for your approval and runs its commands under "restricted": they cannot reach the store or the daemon, approve, or change the profile, but they can change your other files`) {
 		t.Errorf("Warnings = %q", w)
+	}
+}
+
+// A task agents use that runs host commands can approve what any task
+// keeps (issue 25: a host command approved its own call from an orphan):
+// the owner is told so.
+func TestWarningsHostAgentTask(t *testing.T) {
+	p, err := Parse([]byte(`{"endpointNamespace": "t", "cli": {"task": "owner"}, "mcp": {"expose": [], "task": "agent"},
+	  "tasks": {"owner": {"commands": ["*/*"], "deadlineMs": 1000, "maxConcurrent": 1, "enforcement": "host"},
+	            "agent": {"commands": ["*/*"], "deadlineMs": 1000, "maxConcurrent": 1, "enforcement": "host"},
+	            "safe": {"commands": ["*/*"], "deadlineMs": 1000, "maxConcurrent": 1, "enforcement": "strict", "requireApproval": ["destructive"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.Warnings()
+	want := `task "agent", which agents use, runs its commands under "host", where a command acts as you: it can approve the calls that task "safe" keeps for you, or change the profile; use "restricted" or "strict" there`
+	if len(w) != 1 || w[0] != want {
+		t.Errorf("Warnings = %q\nwant [%q]", w, want)
+	}
+}
+
+// Approval under host is refused, not warned about: a host command acts
+// as the owner and could approve its own call.
+func TestApprovalUnderHostRefused(t *testing.T) {
+	_, err := Parse([]byte(`{"endpointNamespace": "t", "cli": {"task": "owner"}, "mcp": {"expose": [], "task": "agent"},
+	  "tasks": {"owner": {"commands": ["*/*"], "deadlineMs": 1000, "maxConcurrent": 1, "enforcement": "host"},
+	            "agent": {"commands": ["*/*"], "deadlineMs": 1000, "maxConcurrent": 1, "enforcement": "host", "requireApproval": ["destructive"]}}}`))
+	want := `/tasks/agent/requireApproval: a task whose calls wait for your approval cannot run them under "host": a host command acts as you, and could approve its own call; use "restricted" or "strict"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Parse = %v\nwant it to say %q", err, want)
 	}
 }
 

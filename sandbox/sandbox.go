@@ -42,8 +42,20 @@ type Spec struct {
 	// may lead through symbolic links (/lib on merged-/usr systems).
 	GrantRead  []string
 	GrantWrite []string
-	ReportFD   int  // the helper reports a failure here (0: on its stderr)
-	Probe      bool // only check that the profile can be applied
+	// Restricted and strict: the directories the command must not see
+	// (the home's store, keys, profile and socket, the user's runtime
+	// directory). The helper enters a user and mount namespace of the
+	// command's own and covers each with an empty, read-only tmpfs;
+	// Keep are directories inside them shown again, read-only (the
+	// command's release); Tmp is bound over /tmp and /var/tmp (the
+	// call's private TMPDIR), so that sockets kept there (tmux, X11)
+	// are not the command's to reach. A directory Hide names must
+	// exist.
+	Hide     []string
+	Keep     []string
+	Tmp      string
+	ReportFD int  // the helper reports a failure here (0: on its stderr)
+	Probe    bool // only check that the profile can be applied
 }
 
 // Rlimit is one resource limit.
@@ -73,6 +85,15 @@ func (s *Spec) Args(helper string, argv []string) []string {
 	}
 	for _, p := range s.GrantWrite {
 		args = append(args, "--grant-rw", p)
+	}
+	for _, p := range s.Hide {
+		args = append(args, "--hide", p)
+	}
+	for _, p := range s.Keep {
+		args = append(args, "--keep", p)
+	}
+	if s.Tmp != "" {
+		args = append(args, "--tmp", s.Tmp)
 	}
 	if s.Probe {
 		return append(args, "--probe")

@@ -32,8 +32,8 @@ const approvalRelease = `{"schema":"rukh.extension/2","package":"t.guarded","ver
 // ops with a 1 s lifetime.
 const approvalProfile = `{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":["t.guarded/*"],"task":"agent"},
  "tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
-          "agent":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host","requireApproval":["destructive"]},
-          "ops":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host","requireApproval":["destructive"],"approvalTtlMs":1000}}}`
+          "agent":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"restricted","requireApproval":["destructive"]},
+          "ops":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"restricted","requireApproval":["destructive"],"approvalTtlMs":1000}}}`
 
 type approvalHome struct {
 	rukh, home, dir string
@@ -259,7 +259,7 @@ func TestApproval(t *testing.T) {
 		rec = nil
 		json.Unmarshal([]byte(show), &rec)
 		recEffects, _ := json.Marshal(rec["effects"])
-		if rec["approvalId"] != id || string(recEffects) != string(effects) || rec["enforcement"] != "host" {
+		if rec["approvalId"] != id || string(recEffects) != string(effects) || rec["enforcement"] != "restricted" {
 			t.Errorf("record of the approved call: %s", show)
 		}
 		// Single use: the same call again asks anew and runs nothing.

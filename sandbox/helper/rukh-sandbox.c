@@ -325,6 +325,7 @@ static __attribute__((noreturn)) void bad_usage(const char *what, const char *ar
 
 #define MAX_RLIMITS 16
 #define MAX_PATHS 256
+#define MAX_HIDE 16
 
 static int streq(const char *a, const char *b)
 {
@@ -362,6 +363,9 @@ struct spec {
 		const char *path;
 		int write, grant;
 	} paths[MAX_PATHS];
+	int nhide, nkeep;
+	const char *hide[MAX_HIDE]; /* covered by an empty tmpfs (isolate) */
+	const char *keep[MAX_HIDE]; /* shown again inside them, read-only */
 	char **argv; /* PROGRAM ARGV0 ARGS..., or 0 when probing */
 };
 
@@ -416,6 +420,14 @@ static void parse(char **argv, struct spec *s)
 			s->paths[s->npaths].grant = streq(opt, "--grant-ro") || streq(opt, "--grant-rw");
 			s->paths[s->npaths].write = streq(opt, "--rw") || streq(opt, "--grant-rw");
 			s->paths[s->npaths++].path = *++argv;
+		} else if ((streq(opt, "--hide") || streq(opt, "--keep")) && argv[1]) {
+			if (s->host)
+				bad_usage("hidden paths given to the host profile", argv[1]);
+			int keep = streq(opt, "--keep");
+			int *n = keep ? &s->nkeep : &s->nhide;
+			if (*n == MAX_HIDE || argv[1][0] != '/')
+				bad_usage("too many or relative hidden paths", argv[1]);
+			(keep ? s->keep : s->hide)[(*n)++] = *++argv;
 		} else if (streq(opt, "--probe") && !argv[1]) {
 			s->probe = 1;
 			return;
@@ -781,6 +793,211 @@ static void landlock(const struct spec *s)
 	sys1(__NR_close, rs);
 }
 
+/* ---- what a confined command does not see (restricted, strict) ---- */
+
+#ifndef __NR_open_tree /* 5.2 */
+#define __NR_open_tree 428
+#define __NR_move_mount 429
+#endif
+#ifndef __NR_mount_setattr /* 5.12 */
+#define __NR_mount_setattr 442
+#endif
+#define CLONE_NEWNS_ 0x00020000
+#define CLONE_NEWUSER_ 0x10000000
+#define MS_RDONLY_ 1
+#define MS_NOSUID_ 2
+#define MS_NODEV_ 4
+#define MS_NOEXEC_ 8
+#define MS_REC_ 16384
+#define MS_PRIVATE_ (1 << 18)
+#define OPEN_TREE_CLONE_ 1
+#define AT_RECURSIVE_ 0x8000
+#define MOVE_MOUNT_F_EMPTY_PATH_ 0x4
+#define MOUNT_ATTR_RDONLY_ 0x1
+#define MOUNT_ATTR_NOSUID_ 0x2
+#define MOUNT_ATTR_NODEV_ 0x4
+#define O_WRONLY_ 01
+#define EEXIST_ 17
+#define MAX_PATH_ 4096
+
+struct mount_attr_ {
+	__u64 attr_set, attr_clr, propagation, userns_fd;
+};
+
+/* write_file writes s to a file of /proc/self (the namespace's maps). */
+static long write_file(const char *path, const char *s, size_t n)
+{
+	long fd = sys4(__NR_openat, AT_FDCWD_, path, O_WRONLY_ | O_CLOEXEC_, 0);
+	if (fd < 0)
+		return fd;
+	long r = sys3(__NR_write, fd, s, n);
+	sys1(__NR_close, fd);
+	return r < 0 ? r : 0;
+}
+
+/* id_map is "ID ID 1\n": the caller mapped to itself, and nobody else. */
+static size_t id_map(char *b, long id)
+{
+	char d[24];
+	int n = 0;
+	size_t len = 0;
+	do
+		d[n++] = (char)('0' + id % 10);
+	while ((id /= 10) > 0 && n < 24);
+	for (int k = 0; k < 2; k++) {
+		for (int i = n; i > 0; i--)
+			b[len++] = d[i - 1];
+		b[len++] = ' ';
+	}
+	b[len++] = '1';
+	b[len++] = '\n';
+	return len;
+}
+
+/* make_dirs creates every directory of path that is missing (mode 0700),
+ * as the mount point of a directory shown again inside a cover. */
+static void make_dirs(const char *path)
+{
+	static char p[MAX_PATH_];
+	size_t n = 0;
+	for (; path[n] && n < sizeof p - 1; n++)
+		p[n] = path[n];
+	p[n] = 0;
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != 0)
+			continue;
+		char c = p[i];
+		p[i] = 0;
+		long r = sys3(__NR_mkdirat, AT_FDCWD_, p, 0700);
+		p[i] = c;
+		if (r < 0 && r != -EEXIST_) {
+			unavailable("hide the home from the command: mkdir ");
+			put(p);
+			put(": ");
+			put_err(r);
+			die();
+		}
+	}
+}
+
+/* isolate hides the directories of s->hide from the command: in a user
+ * namespace of its own (the caller mapped to itself: its uid, gid and
+ * files do not change) and a mount namespace of its own, each is covered
+ * by an empty tmpfs, read-only once s->keep (the command's release) is
+ * shown again inside it, read-only too. The home's store, keys, profile
+ * and daemon socket, and the user's runtime directory (the session bus,
+ * systemd --user) are then not there for the command, whatever it runs:
+ * the owner's CLI in-process finds no store to write, and the socket of
+ * rukhd is gone. The command cannot undo it: it has no capability left
+ * (drop_capabilities, no_new_privs), and in a namespace it could make, a
+ * mount that came from this one is locked to what it covers. It cannot
+ * reach the covered files through another process either: /proc/PID/root
+ * and /proc/PID/fd need ptrace access, which its Landlock domain (scope)
+ * refuses for every process outside it. The working directory is entered
+ * again by name, so that it is the covered view too. A directory that is
+ * not there has nothing to hide. */
+static void isolate(const struct spec *s)
+{
+	static char cwd[MAX_PATH_], map[64];
+	long uid = sys1(__NR_getuid, 0), gid = sys1(__NR_getgid, 0);
+	long n = sys4(__NR_readlinkat, AT_FDCWD_, "/proc/self/cwd", cwd, sizeof cwd - 1);
+	cwd[n > 0 ? n : 0] = 0;
+	long r = sys1(__NR_unshare, CLONE_NEWUSER_ | CLONE_NEWNS_);
+	if (r < 0)
+		fail_sys("a user and mount namespace of the command's own (unprivileged user namespaces disabled?)", r);
+	if ((r = write_file("/proc/self/setgroups", "deny", 4)) < 0)
+		fail_sys("setgroups deny", r);
+	if ((r = write_file("/proc/self/uid_map", map, id_map(map, uid))) < 0)
+		fail_sys("uid_map", r);
+	if ((r = write_file("/proc/self/gid_map", map, id_map(map, gid))) < 0)
+		fail_sys("gid_map", r);
+	if ((r = sys5(__NR_mount, 0, "/", 0, MS_REC_ | MS_PRIVATE_, 0)) < 0)
+		fail_sys("make the mounts private", r);
+	/* What is shown again, taken before it is covered. */
+	long keep[MAX_HIDE];
+	struct mount_attr_ ro = {.attr_set = MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_};
+	for (int i = 0; i < s->nkeep; i++) {
+		keep[i] = sys3(__NR_open_tree, AT_FDCWD_, s->keep[i], OPEN_TREE_CLONE_ | O_CLOEXEC_ | AT_RECURSIVE_);
+		if (keep[i] < 0) {
+			unavailable("hide the home from the command: open_tree ");
+			put(s->keep[i]);
+			put(": ");
+			put_err(keep[i]);
+			die();
+		}
+		if ((r = sys5(__NR_mount_setattr, keep[i], "", AT_EMPTY_PATH_ | AT_RECURSIVE_, &ro, sizeof ro)) < 0)
+			fail_sys("hide the home from the command: mount_setattr", r);
+	}
+	for (int i = 0; i < s->nhide; i++) {
+		r = sys5(__NR_mount, "none", s->hide[i], "tmpfs", MS_NOSUID_ | MS_NODEV_ | MS_NOEXEC_, "size=16k,nr_inodes=64,mode=0700");
+		if (r == -ENOENT_ || r == -ENOTDIR_)
+			continue;
+		if (r < 0) {
+			unavailable("hide the home from the command: mount tmpfs on ");
+			put(s->hide[i]);
+			put(": ");
+			put_err(r);
+			die();
+		}
+	}
+	for (int i = 0; i < s->nkeep; i++) {
+		make_dirs(s->keep[i]);
+		r = sys5(__NR_move_mount, keep[i], "", AT_FDCWD_, s->keep[i], MOVE_MOUNT_F_EMPTY_PATH_);
+		if (r < 0)
+			fail_sys("hide the home from the command: move_mount", r);
+		sys1(__NR_close, keep[i]);
+	}
+	for (int i = 0; i < s->nhide; i++) {
+		r = sys5(__NR_mount_setattr, AT_FDCWD_, s->hide[i], 0, &ro, sizeof ro);
+		if (r < 0 && r != -ENOENT_ && r != -ENOTDIR_ && r != -EINVAL_)
+			fail_sys("hide the home from the command: read-only cover", r);
+	}
+	if (cwd[0] == '/' && sys1(__NR_chdir, cwd) < 0) {
+		put("the working directory ");
+		put(cwd);
+		put(" is hidden from a confined command (it is in the home's or the user's runtime directory); run it from another directory");
+		die();
+	}
+	/* The parent-death signal holds (a child namespace of the caller's own
+	 * is no gain of capabilities); set it again all the same, and check
+	 * that the helper is still the parent. */
+	if (s->probe)
+		return;
+	sys5(__NR_prctl, PR_SET_PDEATHSIG_, SIGKILL_, 0, 0, 0);
+	if (sys1(__NR_getppid, 0) != self_pid)
+		for (;;)
+			sys1(__NR_exit_group, 1);
+}
+
+/* scope puts a restricted command in a Landlock domain of its own that
+ * restricts no file or network access but scopes signals and abstract
+ * Unix sockets to it (ABI 6): it cannot kill, stop or signal its helper,
+ * its host or any other process of the user's (only its own
+ * descendants), so it cannot leave its supervision or hold its call; and
+ * like every Landlock domain it cannot ptrace, or read /proc/PID/root,
+ * /fd or /mem of, any process outside it. Strict gets the same scopes
+ * with its file rules (landlock). */
+static void scope(void)
+{
+	long abi = sys3(__NR_landlock_create_ruleset, 0, 0, LL_CREATE_RULESET_VERSION);
+	if (abi < 0)
+		fail_sys("landlock", abi);
+	if (abi < 6) {
+		unavailable("landlock: the kernel has Landlock ABI ");
+		put_u((unsigned long long)abi);
+		put(", restricted needs 6 (signal scoping)");
+		die();
+	}
+	struct ll_ruleset_attr attr = {.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL};
+	long rs = sys3(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (rs < 0)
+		fail_sys("landlock_create_ruleset", rs);
+	long r = sys2(__NR_landlock_restrict_self, rs, 0);
+	if (r < 0)
+		fail_sys("landlock_restrict_self", r);
+	sys1(__NR_close, rs);
+}
+
 /* ---- the system call filter (strict) ---- */
 
 #if defined(__x86_64__)
@@ -1052,6 +1269,8 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	 * this helper) holds: the kernel clears it when the uids change or
 	 * the capabilities grow, and here no namespace is entered, no uid
 	 * changes and capabilities only shrink. */
+	if (s.nhide > 0)
+		isolate(&s);
 	if (s.strict)
 		leave_terminal();
 	/* Neither profile passes on a caller's capabilities (root's): with
@@ -1061,6 +1280,8 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	if (r < 0)
 		fail_sys("no_new_privs", r);
 	terminal_filter();
+	if (!s.strict)
+		scope();
 	if (s.strict) {
 		landlock(&s);
 		syscall_filter();
