@@ -55,10 +55,13 @@ func Main(cfg Config, args []string) int {
 func Local(cfg Config, args []string) int {
 	// A command line runs at most one extension command, so everything
 	// below this process belongs to it: it adopts what that command
-	// leaves behind and kills it when the call ends. `mcp` serves many
-	// calls at once, each in a session of its own, and does not.
+	// leaves behind and kills it when the call ends.
 	if len(args) == 0 || args[0] != "mcp" {
 		invoke.AdoptOrphans()
+	} else {
+		// `mcp` serves many calls at once: it adopts only what a call
+		// whose helper was killed leaves behind.
+		invoke.AdoptStrays()
 	}
 	// The first Ctrl-C or SIGTERM cancels the context (a running command
 	// is stopped, with a grace, and recorded as interrupted); a second one

@@ -18,6 +18,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/fds"
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"
@@ -116,6 +117,9 @@ func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logg
 	defer s.Close()
 	s.Activated, s.Idle = activated, idle
 	s.Exe, _ = os.Executable()
+	// What a call whose helper was killed leaves behind comes here, not
+	// to init, and is killed when that call ends (spawn.KillStrays).
+	invoke.AdoptStrays()
 	sddaemon.SdNotify(false, sddaemon.SdNotifyReady)
 	logger.Info("serving", "socket", ln.Addr().String(), "pid", os.Getpid(), "build", s.Build, "activated", activated)
 	err = s.Serve(ctx, ln)

@@ -15,6 +15,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/sandbox"
+	"github.com/rukh-cli/rukh/spawn"
 	"golang.org/x/sys/unix"
 )
 
@@ -280,7 +281,12 @@ func (c *Core) Enforceable() map[string]string {
 		ex := &exec.Cmd{SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 		w, err := e.wrap(ex)
 		if err == nil {
-			err = ex.Run()
+			// Tracked, so that a host of many calls never takes the probe
+			// for what a call left behind (spawn.KillStrays).
+			if err = spawn.StartTracked(ex); err == nil {
+				err = ex.Wait()
+				spawn.Untrack(ex.Process.Pid)
+			}
 			w.Close()
 		}
 		if msg := e.failure(); msg != "" || err != nil {

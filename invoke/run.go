@@ -343,6 +343,12 @@ wait:
 	// group or session.
 	signal(syscall.SIGKILL)
 	spawn.KillOrphans()
+	if killed || status == 128+int(syscall.SIGKILL) {
+		// The helper was killed (by the host, or by a host command):
+		// what it supervised went to this process, if it hosts many
+		// calls (spawn.AdoptStrays).
+		spawn.KillStrays()
+	}
 
 	var rep channelResult
 	if managed {

@@ -53,3 +53,7 @@ func startLocal(ex *exec.Cmd, job spawn.Job) (Process, error) {
 // AdoptOrphans makes this process the reaper of what its one call leaves
 // behind (spawn.AdoptOrphans).
 func AdoptOrphans() error { return spawn.AdoptOrphans() }
+
+// AdoptStrays makes this process, which hosts many calls, the reaper of
+// what a call whose helper was killed leaves behind (spawn.AdoptStrays).
+func AdoptStrays() error { return spawn.AdoptStrays() }

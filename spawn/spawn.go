@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -90,11 +91,27 @@ type Proc struct {
 func Start(ex *exec.Cmd, job Job) (*Proc, error) {
 	fg := job.Isolation == Group && Foreground(ex.Stdin, ex.Stdout, ex.Stderr)
 	ex.SysProcAttr = &syscall.SysProcAttr{Setpgid: job.Isolation == Group && !fg, Setsid: job.Isolation == Session, Pdeathsig: syscall.SIGKILL}
-	if err := ex.Start(); err != nil {
+	if err := StartTracked(ex); err != nil {
 		return nil, err
 	}
 	return &Proc{Pid: ex.Process.Pid, Foreground: fg, job: job, cmd: ex}, nil
 }
+
+// StartTracked starts ex as a child this process knows it started, so
+// that KillOrphans in a host of many calls never takes it for a stray;
+// Untrack forgets it once it was waited for. Start does both.
+func StartTracked(ex *exec.Cmd) error {
+	starting.RLock()
+	defer starting.RUnlock()
+	if err := ex.Start(); err != nil {
+		return err
+	}
+	live.Store(ex.Process.Pid, true)
+	return nil
+}
+
+// Untrack forgets a child StartTracked started, once it was waited for.
+func Untrack(pid int) { live.Delete(pid) }
 
 // Signal sends sig to the command as Route says. Once the command was
 // waited for, only its group is signalled (what is left of it): its pid
@@ -134,6 +151,7 @@ func (p *Proc) Kill() {
 // known. What is left of its group is killed then.
 func (p *Proc) Wait() int {
 	err := p.cmd.Wait()
+	Untrack(p.Pid)
 	p.exited.Store(true)
 	p.Signal(syscall.SIGKILL)
 	return ExitStatus(err)
@@ -174,16 +192,24 @@ func Foreground(streams ...any) bool {
 	return false
 }
 
-// adopted is set by AdoptOrphans.
-var adopted atomic.Bool
+// adopted is set by AdoptOrphans, strays by AdoptStrays.
+var adopted, strays atomic.Bool
+
+// live holds the children this process started and has not waited for
+// (StartTracked); starting is held shared while one is started, and
+// exclusively while KillOrphans tells them from strays.
+var (
+	live     sync.Map // pid → true
+	starting sync.RWMutex
+)
 
 // AdoptOrphans makes this process the child subreaper of every process
 // its commands start (PR_SET_CHILD_SUBREAPER): a grandchild whose parent
 // exits, or that calls setsid(), stays below it, and KillOrphans kills
 // all of them. Only a process that hosts one call and nothing else may
 // call it: the one-shot core of a CLI command line, or the thin client
-// that runs the one command the daemon admitted for it — never a daemon
-// or `rukh mcp`, which host many calls at once.
+// that runs the one command the daemon admitted for it. A host of many
+// calls (rukhd, `rukh mcp`) calls AdoptStrays.
 func AdoptOrphans() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return err
@@ -192,19 +218,60 @@ func AdoptOrphans() error {
 	return nil
 }
 
+// AdoptStrays makes a host of many calls at once (rukhd, `rukh mcp`) the
+// child subreaper of what its commands leave when their supervising
+// helper is killed — by the command itself, which under `host` may, or
+// by the host at the end of a call whose helper did not obey — so that
+// it does not go to init: KillOrphans then kills and reaps every child
+// that is not one this process started and still waits for.
+func AdoptStrays() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	strays.Store(true)
+	return nil
+}
+
 // KillOrphans kills and reaps every child of this process, and their
 // children as they are reparented to it, once AdoptOrphans made it the
-// subreaper: what the call left running when it ended. It gives up after
-// a bounded number of rounds (a fork bomb cannot keep it here).
+// subreaper of its one call: what the call left running when it ended.
 func KillOrphans() {
-	if !adopted.Load() {
+	if adopted.Load() {
+		kill(func(int) bool { return true })
+	}
+}
+
+// KillStrays kills and reaps every child of this process that it did
+// not start (StartTracked) and still wait for, and their children as
+// they are reparented to it, once AdoptStrays made it the subreaper of
+// what its calls leave: what a call whose helper was killed left
+// running.
+func KillStrays() {
+	if !strays.Load() {
 		return
 	}
+	starting.Lock()
+	defer starting.Unlock()
+	kill(func(pid int) bool {
+		_, ours := live.Load(pid)
+		return !ours
+	})
+}
+
+// kill kills and reaps the children stray reports true of, round after
+// round as their own children are reparented here. It gives up after a
+// bounded number of rounds (a fork bomb cannot keep it here).
+func kill(stray func(pid int) bool) {
 	for range 64 {
 		if !hasChildren() {
 			return // the common case, in one system call
 		}
-		kids := children()
+		var kids []int
+		for _, pid := range children() {
+			if stray(pid) {
+				kids = append(kids, pid)
+			}
+		}
 		if len(kids) == 0 {
 			return
 		}
