@@ -243,11 +243,12 @@ func KillOrphans() {
 
 // KillStrays kills and reaps every child of this process that it did
 // not start (StartTracked) and still wait for, and their children as
-// they are reparented to it, once AdoptStrays made it the subreaper of
-// what its calls leave: what a call whose helper was killed left
-// running.
+// they are reparented to it, once AdoptStrays or AdoptOrphans made it a
+// subreaper: what a call whose helper was killed left running. A helper
+// killed while traced is not reported to its parent until its tracer is
+// gone, and its tracer is one of these.
 func KillStrays() {
-	if !strays.Load() {
+	if !strays.Load() && !adopted.Load() {
 		return
 	}
 	starting.Lock()

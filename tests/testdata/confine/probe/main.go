@@ -6,10 +6,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rukh-cli/rukh/extsdk"
 	"github.com/rukh-cli/rukh/internal/buildid"
@@ -17,6 +25,12 @@ import (
 )
 
 func main() {
+	// A grandchild of an attack (below): it runs before the SDK reads
+	// a channel it does not have.
+	if mode := os.Getenv("PROBE_GRANDCHILD"); mode != "" {
+		grandchild(mode)
+		return
+	}
 	extsdk.Run(func(ctx context.Context, inv *extsdk.Invocation) (extsdk.Result, error) {
 		arg := inv.String("arg")
 		var out string
@@ -115,6 +129,49 @@ func main() {
 					out = strings.Join(strings.Fields(l), " ")
 				}
 			}
+		case "stat":
+			var fi os.FileInfo
+			if fi, err = os.Stat(arg); err == nil {
+				out = fi.Mode().String()
+			}
+		case "signal":
+			// Signal 0 to the helper: the permission check alone.
+			err = syscall.Kill(os.Getppid(), 0)
+		case "procroot":
+			// The helper's view of the files, as another process's.
+			_, err = os.ReadDir(fmt.Sprintf("/proc/%d/root/", os.Getppid()))
+		case "ptrace":
+			err = ptraceAttach(os.Getppid())
+		case "run":
+			// The owner's CLI, run by the command: `rukh ARGS…`.
+			var b []byte
+			b, err = exec.Command(arg, strings.Fields(inv.String("other"))...).CombinedOutput()
+			out = strings.TrimSpace(string(b))
+		case "selfapprove":
+			out, err = selfApprove(arg, inv.String("other"))
+		case "stoploop", "traceloop":
+			// A grandchild in a session of its own holds the helper
+			// (SIGSTOP, again and again; or ptrace), and this command
+			// waits for its call to end. arg: where the grandchild
+			// writes its pid once it holds the helper.
+			cmd := exec.Command("/proc/self/exe")
+			cmd.Env = append(os.Environ(), "PROBE_GRANDCHILD="+inv.String("what"), "PROBE_HELPER="+strconv.Itoa(os.Getppid()), "PROBE_PIDFILE="+arg)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err = cmd.Start(); err == nil {
+				for { // past its deadline, past SIGTERM
+					signal.Ignore(syscall.SIGTERM)
+					time.Sleep(time.Hour)
+				}
+			}
+		case "sleep":
+			// arg: a file written once the command started; other: how
+			// long it then takes before it reports.
+			var d time.Duration
+			if d, err = time.ParseDuration(inv.String("other")); err == nil {
+				if err = os.WriteFile(arg, []byte("started"), 0o600); err == nil {
+					time.Sleep(d)
+				}
+			}
 		default:
 			err = fmt.Errorf("unknown probe %q", inv.String("what"))
 		}
@@ -123,4 +180,98 @@ func main() {
 		}
 		return extsdk.Text("ok: " + out), nil
 	})
+}
+
+// grandchild runs an attack on the helper (PROBE_HELPER) from a session of
+// its own: stoploop stops it again and again, traceloop attaches to it
+// with ptrace (a traced process acts on no signal but SIGKILL). It writes
+// its pid to PROBE_PIDFILE once it holds the helper, then holds on.
+func grandchild(mode string) {
+	helper, _ := strconv.Atoi(os.Getenv("PROBE_HELPER"))
+	if mode == "traceloop" {
+		runtime.LockOSThread() // ptrace binds the tracer's thread
+		if err := ptraceAttach(helper); err != nil {
+			os.Exit(3)
+		}
+	} else if err := syscall.Kill(helper, syscall.SIGSTOP); err != nil {
+		os.Exit(3)
+	}
+	os.WriteFile(os.Getenv("PROBE_PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o600)
+	for mode == "stoploop" { // as fast as it can: a SIGCONT is undone at once
+		syscall.Kill(helper, syscall.SIGSTOP)
+	}
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func ptraceAttach(pid int) error {
+	return syscall.PtraceAttach(pid)
+}
+
+// selfApprove is the self-approval attack: kill the helper (so that what
+// the command starts is no longer below it, nor below its host), then run
+// `rukh approve ID` from a new session on a pseudo-terminal of its own,
+// without the RUKH_* variables of the call but its home, and answer yes.
+func selfApprove(id, rukh string) (string, error) {
+	killErr := syscall.Kill(os.Getppid(), syscall.SIGKILL)
+	master, slave, err := openPTY()
+	if err != nil {
+		return "", err
+	}
+	defer master.Close()
+	cmd := exec.Command(rukh, "approve", id)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RUKH_") || strings.HasPrefix(kv, "RUKH_HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		slave.Close()
+		return "", err
+	}
+	slave.Close()
+	master.WriteString("yes\n")
+	shown := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(master, 64<<10))
+		shown <- string(b)
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		werr = <-done
+	}
+	master.Close()
+	text := strings.Join(strings.Fields(<-shown), " ")
+	return fmt.Sprintf("kill helper: %v; approve: %v: %s", killErr, werr, text), nil
+}
+
+// openPTY opens a pseudo-terminal pair (/dev/ptmx).
+func openPTY() (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	return master, slave, nil
 }
