@@ -148,7 +148,18 @@ func main() {
 			b, err = exec.Command(arg, strings.Fields(inv.String("other"))...).CombinedOutput()
 			out = strings.TrimSpace(string(b))
 		case "selfapprove":
-			out, err = selfApprove(arg, inv.String("other"))
+			// A grandchild in a session of its own kills the helper and
+			// approves (selfApprove); its report goes to the file arg
+			// names, since this command dies with its helper when the
+			// kill works. other: "APPROVAL-ID RUKH".
+			cmd := exec.Command("/proc/self/exe", strings.Fields(inv.String("other"))...)
+			cmd.Env = append(os.Environ(), "PROBE_GRANDCHILD=selfapprove", "PROBE_HELPER="+strconv.Itoa(os.Getppid()), "PROBE_PIDFILE="+arg)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err = cmd.Run(); err == nil {
+				var b []byte
+				b, err = os.ReadFile(arg)
+				out = string(b)
+			}
 		case "stoploop", "traceloop":
 			// A grandchild in a session of its own holds the helper
 			// (SIGSTOP, again and again; or ptrace), and this command
@@ -188,6 +199,14 @@ func main() {
 // its pid to PROBE_PIDFILE once it holds the helper, then holds on.
 func grandchild(mode string) {
 	helper, _ := strconv.Atoi(os.Getenv("PROBE_HELPER"))
+	if mode == "selfapprove" {
+		report, err := selfApprove(helper, os.Args[1], os.Args[2])
+		if err != nil {
+			report = "error: " + err.Error()
+		}
+		os.WriteFile(os.Getenv("PROBE_PIDFILE"), []byte(report), 0o600)
+		return
+	}
 	if mode == "traceloop" {
 		runtime.LockOSThread() // ptrace binds the tracer's thread
 		if err := ptraceAttach(helper); err != nil {
@@ -209,12 +228,21 @@ func ptraceAttach(pid int) error {
 	return syscall.PtraceAttach(pid)
 }
 
-// selfApprove is the self-approval attack: kill the helper (so that what
-// the command starts is no longer below it, nor below its host), then run
-// `rukh approve ID` from a new session on a pseudo-terminal of its own,
-// without the RUKH_* variables of the call but its home, and answer yes.
-func selfApprove(id, rukh string) (string, error) {
-	killErr := syscall.Kill(os.Getppid(), syscall.SIGKILL)
+// selfApprove is the self-approval attack, from a process in a session of
+// its own: kill the helper (so that this process is no longer below it,
+// nor below its host, once reparented), then run `rukh approve ID` from a
+// new session on a pseudo-terminal of its own, without the RUKH_*
+// variables of the call but its home, and answer yes.
+func selfApprove(helper int, id, rukh string) (string, error) {
+	killErr := syscall.Kill(helper, syscall.SIGKILL)
+	if killErr == nil {
+		// Wait until this process is reparented away from the command.
+		for end := time.Now().Add(5 * time.Second); os.Getppid() != 1 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", os.Getppid())); !strings.Contains(string(b), "probe") {
+				break
+			}
+		}
+	}
 	master, slave, err := openPTY()
 	if err != nil {
 		return "", err
