@@ -39,9 +39,6 @@ const (
 	// SIGKILL (Process.Kill): ending every process of the call takes it
 	// milliseconds, unless the command stopped or traces it.
 	killGrace = time.Second
-	// sweepEvery is how often, once a call's helper was killed, the host
-	// kills what it adopted from the call until the helper is reported.
-	sweepEvery = 50 * time.Millisecond
 )
 
 // abortKey carries the channel WithAbort gives.
@@ -280,16 +277,6 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	var kill, destroy <-chan time.Time
 	done, abort := ctx.Done(), abortOf(ctx)
 	killed := false // Process.Kill was sent
-	// Once it was, what this host adopted from the call is killed now and
-	// then (spawn.KillStrays): a helper killed while traced is reported to
-	// its host only once its tracer, which the host adopted, is gone.
-	var sweep <-chan time.Time
-	var sweeper *time.Ticker
-	defer func() {
-		if sweeper != nil {
-			sweeper.Stop()
-		}
-	}()
 	escalate := func() {
 		kill = nil
 		if !killed && destroy == nil {
@@ -301,10 +288,6 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		kill, destroy, killed = nil, nil, true
 		signal(syscall.SIGKILL)
 		proc.Kill()
-		if sweeper == nil {
-			sweeper = time.NewTicker(sweepEvery)
-			sweep = sweeper.C
-		}
 	}
 	stop := func(reason string) {
 		if cause == "" {
@@ -339,8 +322,6 @@ wait:
 			escalate()
 		case <-destroy:
 			destroyNow()
-		case <-sweep:
-			spawn.KillStrays()
 		}
 	}
 	// In the foreground, Ctrl-C reaches the command and this host at once,

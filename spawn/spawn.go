@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,6 +83,7 @@ type Proc struct {
 	job        Job
 	cmd        *exec.Cmd
 	exited     atomic.Bool
+	pidfd      *os.File // where this process is a subreaper (unblock)
 }
 
 // Start starts ex as job; the process started dies with the thread that
@@ -94,7 +96,15 @@ func Start(ex *exec.Cmd, job Job) (*Proc, error) {
 	if err := StartTracked(ex); err != nil {
 		return nil, err
 	}
-	return &Proc{Pid: ex.Process.Pid, Foreground: fg, job: job, cmd: ex}, nil
+	p := &Proc{Pid: ex.Process.Pid, Foreground: fg, job: job, cmd: ex}
+	if adopted.Load() || strays.Load() {
+		// Readable once it has exited, whether or not it is reported
+		// to this process (Wait).
+		if fd, err := unix.PidfdOpen(p.Pid, unix.PIDFD_NONBLOCK); err == nil {
+			p.pidfd = os.NewFile(uintptr(fd), "pidfd")
+		}
+	}
+	return p, nil
 }
 
 // StartTracked starts ex as a child this process knows it started, so
@@ -150,12 +160,50 @@ func (p *Proc) Kill() {
 // shell reports it: 128+N when signal N ended it, -1 when it cannot be
 // known. What is left of its group is killed then.
 func (p *Proc) Wait() int {
+	done := make(chan struct{})
+	if p.pidfd != nil {
+		go p.unblock(done)
+	}
 	err := p.cmd.Wait()
+	close(done)
+	if p.pidfd != nil {
+		p.pidfd.Close()
+	}
 	Untrack(p.Pid)
 	p.exited.Store(true)
 	p.Signal(syscall.SIGKILL)
 	return ExitStatus(err)
 }
+
+// unblock waits until the process has exited, then, until Wait has
+// reported it (done), kills what this process adopted (KillStrays) now
+// and then: a process killed while traced is reported to its parent
+// only once its tracer is gone, and a tracer that a command started is
+// one of those (the helper's SIGKILL at the end of a call it was held
+// in: invoke.Process.Kill). Normally Wait returns first.
+func (p *Proc) unblock(done <-chan struct{}) {
+	rc, err := p.pidfd.SyscallConn()
+	if err != nil {
+		return
+	}
+	waited := false
+	rc.Read(func(uintptr) bool { // through the poller: no thread held
+		ready := waited
+		waited = true
+		return ready
+	})
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(sweepEvery):
+			KillStrays()
+		}
+	}
+}
+
+// sweepEvery is how often unblock kills what holds an exited process.
+const sweepEvery = 50 * time.Millisecond
 
 // ExitStatus is the exit status err (of exec.Cmd.Wait) stands for, as a
 // shell reports it.
