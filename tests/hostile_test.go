@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/internal/testpty"
 )
 
 // The attacks of issue 25 by the command on its own call: approving it,
@@ -270,6 +271,71 @@ func TestLateIsNotSuccess(t *testing.T) {
 			if a.env["outcome"] != "cancelled" || a.env["reason"] != "deadline" {
 				t.Errorf("run %d: %v %q; want cancelled/deadline", i, a.env, a.text)
 			}
+		}
+	})
+}
+
+// TestCtrlCEndsAHeldCall: at a real terminal, a host command whose
+// grandchild stops its helper again and again ends at Ctrl-C all the
+// same (exit 130, recorded cancelled/interrupted), and at once at a
+// second Ctrl-C; the grandchild, which could otherwise read what the
+// owner types next, is gone. (Before, the host asked the helper once
+// and waited for it forever, and two Ctrl-Cs did not end the call.)
+func TestCtrlCEndsAHeldCall(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatalf("bash is needed for a job-control shell: %v", err)
+	}
+	forEachHost(t, func(t *testing.T, host *testHost) {
+		h := newHostileHome(t, host)
+		for _, presses := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%d Ctrl-C", presses), func(t *testing.T) {
+				pidfile := filepath.Join(h.dir, fmt.Sprintf("ctrlc-%d.pid", presses))
+				master, slave := testpty.Open(t)
+				t.Cleanup(func() { master.Close() })
+				cmd := exec.Command("bash", "--norc", "--noprofile", "-m", "-c", `"$RUKH" attack stoploop "$PIDFILE"; echo "status=$?"`)
+				cmd.Env = append(h.env, "RUKH="+h.rukh, "PIDFILE="+pidfile, "TERM=dumb", "PS1=")
+				cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				slave.Close()
+				exited := make(chan error, 1)
+				go func() { exited <- cmd.Wait() }()
+				t.Cleanup(func() {
+					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					select {
+					case <-exited:
+					case <-time.After(30 * time.Second):
+						t.Errorf("the shell did not exit within 30 s of SIGKILL")
+					}
+				})
+				s := newScreen(master)
+				var pid int
+				for end := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(5 * time.Millisecond) {
+					if b, err := os.ReadFile(pidfile); err == nil {
+						pid, _ = strconv.Atoi(string(b))
+					}
+					if time.Now().After(end) {
+						t.Fatalf("the grandchild never held the helper; the terminal shows:\n%s", s)
+					}
+				}
+				for range presses {
+					master.Write([]byte{3}) // Ctrl-C
+				}
+				at := 0
+				s.expect(t, &at, "status=130")
+				if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+					t.Errorf("the grandchild %d outlived its call (kill 0: %v)", pid, err)
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+				list := exec.Command(h.rukh, "invocations", "list", "--json")
+				list.Env = h.env
+				out, err := list.Output()
+				if err != nil || !strings.Contains(string(out), `"reason": "interrupted"`) {
+					t.Errorf("invocations list (%v):\n%s", err, out)
+				}
+			})
 		}
 	})
 }
