@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -196,7 +197,12 @@ func AdoptOrphans() error {
 // children as they are reparented to it, once AdoptOrphans made it the
 // subreaper: what the call left running when it ended. It gives up after
 // a bounded number of rounds (a fork bomb cannot keep it here).
-func KillOrphans() {
+func KillOrphans() { KillOrphansBut(0) }
+
+// KillOrphansBut is KillOrphans that leaves the child keep alone: the
+// thin client's command, which it keeps unreaped until the daemon is done
+// with it.
+func KillOrphansBut(keep int) {
 	if !adopted.Load() {
 		return
 	}
@@ -204,7 +210,7 @@ func KillOrphans() {
 		if !hasChildren() {
 			return // the common case, in one system call
 		}
-		kids := children()
+		kids := slices.DeleteFunc(children(), func(pid int) bool { return pid == keep })
 		if len(kids) == 0 {
 			return
 		}
