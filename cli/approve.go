@@ -53,7 +53,10 @@ terminal can give one.`,
 				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
 					"approve cannot run inside a command that %s runs (invocation %s): approvals come from the owner at a terminal", f.Name, id)}
 			}
-			if host, ok := hostAncestor(f); ok {
+			if host, err := hostAncestor(f); err != nil {
+				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
+					"approve cannot tell that it runs below no command %s runs (%v), so it approves nothing; run `%s approve %s` yourself at a terminal", f.Name, err, f.Name, args[0])}
+			} else if host != 0 {
 				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
 					"approve cannot run below %s (pid %d), which runs extension commands: approvals come from the owner at a terminal, not from a command", f.Name, host)}
 			}
@@ -196,49 +199,75 @@ func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
 	return tw.Flush()
 }
 
-// hostAncestor reports whether the process whose command line this is
-// descends from a process that runs extension commands — the thin client,
-// the core, rukhd, `rukh mcp` — and which. A command (or anything it
-// started, whatever it did with its environment, session or group) stays
-// below its host: its supervising rukh-sandbox adopts what it leaves
-// behind, and so do the one-shot core and the client that start a command
-// (package spawn). So `rukh approve` started by a command is refused
-// however it was started.
-func hostAncestor(f *Factory) (int, bool) {
-	pid := f.CallerPID
+// hostAncestor returns the process, if any, that the process whose
+// command line this is descends from and that runs extension commands —
+// the thin client, the core, rukhd, `rukh mcp` — or 0. A command (or
+// anything it started, whatever it did with its environment, session or
+// group) stays below its host: its supervising rukh-sandbox adopts what
+// it leaves behind, and so do the one-shot core and the client that start
+// a command (package spawn). So `rukh approve` started by a command is
+// refused however it was started.
+//
+// It fails closed: an error means the caller could not be placed — it
+// has exited (a command's child connected to rukhd, said hello and
+// exited, and the command sent the command line on its connection),
+// exited while it was checked, or /proc does not say who its parents
+// are — and no approval may be given then. The walk starts from the pid
+// rukhd's pidfd for its peer names (f.CallerPID), and the pidfd must
+// still show that process alive after the walk: a pid that was reused
+// during it cannot stand in for the caller. In-process the caller is this
+// process, alive by definition.
+func hostAncestor(f *Factory) (int, error) {
+	pid, alive := f.CallerPID, f.CallerAlive
 	if pid == 0 {
-		pid = os.Getpid()
+		pid, alive = os.Getpid(), func() bool { return true }
+	} else if alive == nil {
+		return 0, fmt.Errorf("the process that sent the command line (pid %d) cannot be confirmed alive", pid)
+	}
+	if !alive() {
+		return 0, fmt.Errorf("the process that sent the command line (pid %d) has exited", pid)
 	}
 	self, _ := os.Executable()
+	host, cur, top := 0, pid, false
 	for range 256 { // a bound on the chain, whatever /proc says
-		ppid, ok := parentOf(pid)
-		if !ok || ppid <= 1 {
-			return 0, false
+		ppid, err := parentOf(cur)
+		if err != nil {
+			return 0, fmt.Errorf("cannot read the parent of pid %d: %w", cur, err)
+		}
+		if ppid <= 1 { // init, or the top of the pid namespace (0)
+			top = true
+			break
 		}
 		exe, err := os.Readlink("/proc/" + strconv.Itoa(ppid) + "/exe")
 		exe = strings.TrimSuffix(exe, " (deleted)")
 		if base := filepath.Base(exe); err == nil && (exe == self || base == f.Name || base == f.Name+"d") {
-			return ppid, true
+			host = ppid
+			break
 		}
-		pid = ppid
+		cur = ppid
 	}
-	return 0, false
+	if host == 0 && !top {
+		return 0, fmt.Errorf("the chain of parents of pid %d is longer than 256", pid)
+	}
+	if !alive() {
+		return 0, fmt.Errorf("the process that sent the command line (pid %d) exited while it was checked", pid)
+	}
+	return host, nil
 }
 
 // parentOf reads a process's parent from /proc/PID/stat.
-func parentOf(pid int) (int, bool) {
+func parentOf(pid int) (int, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return 0, err
 	}
 	i := bytes.LastIndexByte(data, ')') // the command name may hold anything
 	if i < 0 {
-		return 0, false
+		return 0, errors.New("no command name in /proc/PID/stat")
 	}
 	fields := strings.Fields(string(data[i+1:]))
 	if len(fields) < 2 {
-		return 0, false
+		return 0, errors.New("too few fields in /proc/PID/stat")
 	}
-	ppid, err := strconv.Atoi(fields[1])
-	return ppid, err == nil
+	return strconv.Atoi(fields[1])
 }

@@ -47,8 +47,13 @@ type Factory struct {
 	// them, in the caller's own job (invoke.Request.Spawner).
 	Spawner invoke.Spawner
 	// CallerPID is the process whose command line this is; 0 for this
-	// process (rukhd sets its client's, from SO_PEERCRED).
+	// process (rukhd sets its client's, named by the pidfd it took at
+	// accept).
 	CallerPID int
+	// CallerAlive reports whether CallerPID is still the live process that
+	// sent the command line (rukhd asks the pidfd); with a CallerPID it is
+	// required, and `approve` refuses a caller it cannot confirm.
+	CallerAlive func() bool
 	// HostNote says which host this process serves through and why, for
 	// `doctor`.
 	HostNote string

@@ -327,13 +327,13 @@ func refuseBusy(uc *net.UnixConn, name string, limit int) {
 // if that is what follows (thin.Dialer.Manage): `daemon status`, `stop`
 // and `restart` must reach a daemon of another build, and one that
 // drains.
-func (s *Server) serveManage(ctx context.Context, c *wire.Conn, uc *net.UnixConn, pid int) {
+func (s *Server) serveManage(ctx context.Context, c *wire.Conn, uc *net.UnixConn, pr *peer) {
 	uc.SetReadDeadline(time.Now().Add(helloWait))
 	req, files, err := c.Receive()
 	uc.SetReadDeadline(time.Time{})
 	closeAll(files)
 	if err == nil && (req.Status != nil || req.Stop != nil) {
-		s.serveRequest(ctx, c, req, nil, pid)
+		s.serveRequest(ctx, c, req, nil, pr)
 	}
 }
 
@@ -348,9 +348,19 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "this daemon serves uid %d only", os.Getuid()))
 		return
 	}
-	if same, gone := sameUserNamespace(pid); gone {
+	pr, err := takePeer(uc, pid)
+	if errors.Is(err, errPeerGone) {
 		// Nothing to tell apart: the peer exited before it could be
-		// checked, and nobody reads the answer.
+		// named, and nobody reads the answer.
+		s.warnf("refused a connection whose process exited before it could be checked", "pid", pid, "error", err)
+		return
+	} else if err != nil {
+		s.warnf("refused a connection whose process cannot be named by a pidfd", "pid", pid, "error", err)
+		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "%sd cannot name the process that connected: %v", s.Name, err))
+		return
+	}
+	defer pr.close()
+	if same := sameUserNamespace(pr.pid); !pr.alive() {
 		s.warnf("refused a connection whose process exited before it could be checked", "pid", pid)
 		return
 	} else if !same {
@@ -383,17 +393,17 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		}
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeDaemonStale,
 			"%sd was upgraded on disk; it is finishing its work and exiting", s.Name)})
-		s.serveManage(ctx, c, uc, pid)
+		s.serveManage(ctx, c, uc, pr)
 		return
 	case m.Hello.Build != s.Build:
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBuildMismatch,
 			"%sd runs build %s but this %s is build %s; run `%s daemon restart` to serve this build, or use the matching binary",
 			s.Name, s.Build, s.Name, m.Hello.Build, s.Name)})
-		s.serveManage(ctx, c, uc, pid)
+		s.serveManage(ctx, c, uc, pr)
 		return
 	case s.stopping.Load():
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeShuttingDown, "%sd is stopping", s.Name)})
-		s.serveManage(ctx, c, uc, pid)
+		s.serveManage(ctx, c, uc, pr)
 		return
 	}
 	if err := c.Send(&wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: s.Build, Name: s.Name, PID: os.Getpid()}}); err != nil {
@@ -407,7 +417,7 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		s.refuse(c, err, "")
 		return
 	}
-	s.serveRequest(ctx, c, req, files, pid)
+	s.serveRequest(ctx, c, req, files, pr)
 }
 
 // refusePeer answers a peer it will not serve with e, after reading (and
@@ -458,7 +468,8 @@ func (s *Server) watch(ctx context.Context, c *wire.Conn, sp *clientSpawner) *ca
 		}
 		for {
 			m, files, err := c.Receive()
-			if err == nil && sp != nil && (m.Spawned != nil || m.Exited != nil) && sp.route(m, files) {
+			if err == nil && sp != nil && (m.Spawned != nil || m.Exited != nil) {
+				sp.route(m, files)
 				continue
 			}
 			closeAll(files)
@@ -488,8 +499,8 @@ func (cl *call) why() string {
 	return "interrupted"
 }
 
-// serveRequest serves one request of the client process pid.
-func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, files []*os.File, pid int) {
+// serveRequest serves one request of the client process pr.
+func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, files []*os.File, pr *peer) {
 	reply := func(m *wire.Msg) { c.Send(m) }
 	fail := func(err error) {
 		var we *wire.Error
@@ -505,10 +516,20 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 			fail(wire.Errorf(wire.CodeBadRequest, "exec needs stdin, stdout and stderr"))
 			return
 		}
-		sp := newClientSpawner(c)
+		if !pr.alive() {
+			// The process that connected is gone and another holds the
+			// connection (a child connected and exited): who asks cannot
+			// be told, so nothing is served — `approve` least of all.
+			s.warnf("refused a command line: the process that connected has exited", "pid", pr.pid)
+			fmt.Fprintf(files[2], "%s: the process that connected to %sd (pid %d) has exited; a command line is served only to the live process that connected\n", s.Name, s.Name, pr.pid)
+			reply(&wire.Msg{Exit: &wire.Exit{Status: cli.ExitDenied}})
+			return
+		}
+		sp := newClientSpawner(c, pr, s.warnf)
+		defer sp.close()
 		cl := s.watch(ctx, c, sp)
 		defer cl.cancel()
-		status := s.exec(cl.ctx, req.Exec, files, sp, pid, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
+		status := s.exec(cl.ctx, req.Exec, files, sp, pr, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
 		reply(&wire.Msg{Exit: &wire.Exit{Status: status}})
 	case req.GetHTTP != nil:
 		h, err := s.Host.HTTPSection(ctx)
@@ -593,7 +614,7 @@ func (w diagWriter) Write(p []byte) (int, error) {
 
 // exec runs one command line of the CLI on the daemon's core, with the
 // client's streams, directory and environment, and returns its status.
-func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp invoke.Spawner, caller int, onStart func(string)) int {
+func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp invoke.Spawner, caller *peer, onStart func(string)) int {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	// The command line must mean the same files here as in the client: a
@@ -614,7 +635,8 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp in
 		NewHost:      func() (*local.Host, error) { return s.Host, nil },
 		OnInvocation: onStart,
 		Spawner:      sp,
-		CallerPID:    caller,
+		CallerPID:    caller.pid,
+		CallerAlive:  caller.alive,
 		HostNote:     fmt.Sprintf("daemon: %sd pid %d at %s", s.Name, os.Getpid(), s.Paths.Socket(s.Name)),
 	}
 	return cli.Execute(ctx, f, e.Args)
@@ -693,11 +715,12 @@ func rss() int64 {
 }
 
 // sameUserNamespace reports whether process pid is in the daemon's user
-// namespace. A peer whose namespace cannot be read is not.
-func sameUserNamespace(pid int) (same, gone bool) {
+// namespace. A peer whose namespace cannot be read is not. (The caller
+// checks after that the pid is still its peer's.)
+func sameUserNamespace(pid int) bool {
 	own, err1 := os.Readlink("/proc/self/ns/user")
 	peer, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))
-	return err1 == nil && err2 == nil && own == peer, errors.Is(err2, fs.ErrNotExist)
+	return err1 == nil && err2 == nil && own == peer
 }
 
 func closeAll(files []*os.File) {

@@ -283,9 +283,14 @@ func AdoptStrays() error {
 // KillOrphans kills and reaps every child of this process, and their
 // children as they are reparented to it, once AdoptOrphans made it the
 // subreaper of its one call: what the call left running when it ended.
-func KillOrphans() {
+func KillOrphans() { KillOrphansBut(0) }
+
+// KillOrphansBut is KillOrphans that leaves the child keep alone: the
+// thin client's command, which it keeps unreaped until the daemon is done
+// with it.
+func KillOrphansBut(keep int) {
 	if adopted.Load() {
-		kill(func(int) bool { return true })
+		kill(func(pid int) bool { return pid != keep })
 	}
 }
 

@@ -1,11 +1,15 @@
 package thin
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,9 +20,10 @@ import (
 // child is the command this client started for the daemon (wire.Spawn):
 // at most one per command line.
 type child struct {
-	mu   sync.Mutex
-	proc *spawn.Proc
-	done chan struct{} // closed once it has exited and was reported
+	mu    sync.Mutex
+	proc  *spawn.Proc
+	pidfd *os.File
+	done  chan struct{} // closed once it has exited and was reported
 }
 
 // start starts what the daemon asks, exactly as asked, with the same
@@ -26,6 +31,12 @@ type child struct {
 // caller's terminal is in the foreground, else in a group or session of
 // its own. It answers Spawned (with the command's pidfd), and Exited once
 // the command is gone.
+//
+// The command is not reaped until the daemon has answered the command
+// line (stop): until then it is this process's child, exited or not, and
+// its pidfd names it by pid, so that the daemon can check that it is
+// (docs/daemon.md, "What a record proves") and read its exit status from
+// the kernel rather than from Exited.
 func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 	defer closeFiles(files) // the child has its own copies
 	fail := func(err error) { c.Send(&wire.Msg{Spawned: &wire.Spawned{Error: err.Error()}}) }
@@ -55,22 +66,55 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 	}
 	pidfd := os.NewFile(uintptr(fd), "pidfd")
 	err = c.Send(&wire.Msg{Spawned: &wire.Spawned{PID: p.Pid, Foreground: p.Foreground}}, pidfd)
-	pidfd.Close()
-	ch.proc, ch.done = p, make(chan struct{})
+	ch.proc, ch.pidfd, ch.done = p, pidfd, make(chan struct{})
 	if err != nil {
 		p.Signal(syscall.SIGKILL)
 	}
 	go func() {
-		status := p.Wait()
-		spawn.KillOrphans()
+		status := exited(p.Pid)
+		spawn.KillOrphansBut(p.Pid)
 		c.Send(&wire.Msg{Exited: &wire.Exited{Status: status}})
 		close(ch.done)
 	}()
 }
 
+// exited waits until child pid has exited, without reaping it, and
+// returns its exit status as a shell reports it (-1 when it cannot be
+// read).
+func exited(pid int) int {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1
+		}
+		break
+	}
+	// A zombie's /proc/PID/stat ends with its wait status (field 52).
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 50 {
+		return -1
+	}
+	ws, err := strconv.Atoi(f[49])
+	if err != nil {
+		return -1
+	}
+	if w := syscall.WaitStatus(ws); w.Signaled() {
+		return 128 + int(w.Signal())
+	}
+	return syscall.WaitStatus(ws).ExitStatus()
+}
+
 // stop kills the command when the daemon went away while it ran (its
 // outcome is the daemon's to record, as host_lost, at its next start),
-// and waits until it is gone.
+// waits until it is gone and reaps it, with what it left behind.
 func (ch *child) stop() {
 	ch.mu.Lock()
 	p, done := ch.proc, ch.done
@@ -81,9 +125,23 @@ func (ch *child) stop() {
 	select {
 	case <-done:
 	default:
+		// SIGKILL of the helper too: one its command stopped or traces
+		// acts on nothing else. A helper killed while traced is reported
+		// only once its tracer, which this client adopted, is gone.
 		p.Signal(syscall.SIGKILL)
-		<-done
+		p.Kill()
+		for swept := false; !swept; {
+			select {
+			case <-done:
+				swept = true
+			case <-time.After(50 * time.Millisecond):
+				spawn.KillOrphansBut(p.Pid)
+			}
+		}
 	}
+	p.Wait()
+	spawn.KillOrphans()
+	ch.pidfd.Close()
 }
 
 func closeFiles(files []*os.File) {
