@@ -435,6 +435,10 @@ func finalize(cmd *descriptor.Command, managed bool, token, cause string, ad *ad
 			Message: fmt.Sprintf("%s was stopped: its deadline of %s passed", cmd.Identity, ad.deadline)}
 	case cause != "":
 		return &Outcome{Outcome: Cancelled, Reason: cause, ExitStatus: status, Message: fmt.Sprintf("%s was stopped (%s)", cmd.Identity, cause)}
+	case status < 0:
+		// Its client went away or misreported it (rukhd): no report
+		// decides what an exit nobody saw means.
+		return fail(ReasonProtocolError, "the exit status of %s could not be known; its outcome is unknown", cmd.Identity)
 	case !managed && status == 0:
 		return &Outcome{Outcome: Succeeded}
 	case !managed:
