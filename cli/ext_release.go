@@ -192,9 +192,11 @@ func newExtListCmd(f *Factory) *cobra.Command {
 			if asJSON {
 				return writeJSON(f.IO.Out, append(rows, held...))
 			}
-			if len(rows) == 0 && len(held) == 0 {
+			if len(rows) == 0 {
 				fmt.Fprintf(f.IO.ErrOut, "no releases installed; install one with `%s ext install FILE`\n", f.Name)
-				return nil
+				if len(held) == 0 {
+					return nil
+				}
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PACKAGE\tVERSION\tACTIVE\tTRUST\tDIGEST")
