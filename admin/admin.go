@@ -75,6 +75,9 @@ type State struct {
 	Profile    *profile.Profile
 	Projection *projection.Projection
 	Releases   []*store.Release
+	// Names are the package names held for their publishers, with a
+	// release installed or not (store.Name).
+	Names []*store.Name
 }
 
 // RejectedError says why a candidate revision was not published. The
@@ -298,7 +301,10 @@ func (a *Admin) State() (*State, error) {
 				Err: fmt.Errorf("the active revision does not project: %s", strings.Join(problems, "; "))}
 		}
 		st.Revision, st.Profile, st.Projection = cur, c.Profile, proj
-		st.Releases, err = tx.Releases()
+		if st.Releases, err = tx.Releases(); err != nil {
+			return err
+		}
+		st.Names, err = tx.Names()
 		return err
 	})
 	if err != nil {

@@ -3,14 +3,17 @@ package admin
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"
 )
@@ -23,6 +26,16 @@ type InstallResult struct {
 	// NowSigned: the release was installed pinned, and this install
 	// verified its signature: its record now says who signed it.
 	NowSigned bool
+	// Bound: this install bound the package name to the release's
+	// publisher — a name no publisher held, or, with NewPublisher, one
+	// PreviousPublisher held.
+	Bound             bool
+	PreviousPublisher string
+	// Inherits are the rules of the profile that name the package and
+	// that its commands now fall under ("mcp.expose rt.attack/*", "tasks.agent.commands rt.*/*"),
+	// when Bound: what the new publisher gets without the owner writing
+	// a rule for it.
+	Inherits []string
 }
 
 // trustedKeys is the keys of the active revision as a trust.Keyring.
@@ -38,29 +51,38 @@ func (a *Admin) trustedKeys() (trust.KeyMap, error) {
 // InstallOptions are what an owner may say about one install.
 type InstallOptions struct {
 	// NewPublisher lets a release of this publisher take over a package
-	// name that another publisher's releases hold (PublisherChangeError).
+	// name that another publisher holds (PublisherChangeError).
 	NewPublisher string
 }
 
-// PublisherChangeError refuses a release whose package name belongs to
-// another publisher: the one whose release of that package was installed
-// first. Without it, any trusted publisher could ship a release of
-// another's package and inherit every task rule written for it.
+// PublisherChangeError refuses a release whose package name another
+// publisher holds: the one whose release of that package was installed
+// first, or whom the owner let take it over. The name stays held when
+// every release of it is removed, until the owner releases it (`ext
+// remove PKG --forget-publisher`). Without that, any trusted publisher
+// could ship a release of another's package and inherit every rule the
+// profile has for it.
 type PublisherChangeError struct {
-	Package, Owner, Publisher, Version string
+	Package, Owner, Publisher string
+	Version                   string // an installed release of Owner's; "" when none is installed
 }
 
 func (e *PublisherChangeError) Error() string {
-	return fmt.Sprintf("package %s belongs to publisher %q (whose release %s is installed); this release is by %q. A package name stays with the publisher that first installed it: if %q has taken %s over with your consent, install again with --new-publisher %s",
-		e.Package, e.Owner, e.Version, e.Publisher, e.Publisher, e.Package, e.Publisher)
+	held := fmt.Sprintf("whose release %s is installed", e.Version)
+	if e.Version == "" {
+		held = fmt.Sprintf("no release of it is installed, but the name stays held for %q until you release it with `ext remove %s --forget-publisher`", e.Owner, e.Package)
+	}
+	return fmt.Sprintf("package %s belongs to publisher %q (%s); this release is by %q. A package name stays with the publisher that first installed it: if %q has taken %s over with your consent, install again with --new-publisher %s",
+		e.Package, e.Owner, held, e.Publisher, e.Publisher, e.Package, e.Publisher)
 }
 
 // Install verifies the release at src (a .tar.gz archive or a directory)
 // and installs and activates it as one new revision. A release is accepted
 // only when its signature verifies under a trusted key of its publisher, or
 // when pin names its exact digest; and, when releases of its package are
-// installed, only when they are its publisher's too (or opts.NewPublisher
-// names it). Nothing is written unless it is.
+// installed or were (the name is held), only when the name is its
+// publisher's (or opts.NewPublisher names it). Nothing is written unless
+// it is.
 func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, error) {
 	if err := os.MkdirAll(a.ReleasesDir(), 0o700); err != nil {
 		return nil, err
@@ -106,15 +128,26 @@ func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, e
 	// Whether the release exists, and its files, are decided under the
 	// store's lock: another install of the same release waits for it.
 	var existing *store.Release
-	nowSigned := false
+	nowSigned, bound, previous := false, false, ""
+	var inherits []string
 	op := fmt.Sprintf("install %s %s", d.Package, d.Version)
 	res, err := a.publish(op, func(tx *store.Tx, c *Candidate) error {
 		var err error
 		if existing, err = tx.Release(digest); err != nil {
 			return err
 		}
-		if err := packageOwner(tx, d.Package, d.Publisher, opts.NewPublisher); err != nil {
+		held, err := packageOwner(tx, d.Package, d.Publisher, opts.NewPublisher)
+		if err != nil {
 			return err
+		}
+		if held == nil || held.Publisher != d.Publisher {
+			if held != nil {
+				previous = held.Publisher
+			}
+			if err := tx.PutName(&store.Name{Package: d.Package, Publisher: d.Publisher, Since: a.Now().UTC(), By: a.UID}); err != nil {
+				return err
+			}
+			bound, inherits = true, inheritedRules(c.Profile, d)
 		}
 		if existing == nil || !hasFile(filepath.Join(final, descriptor.FileName)) {
 			// No record: a directory here is left over from an install that
@@ -160,22 +193,77 @@ func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, e
 	if existing != nil {
 		record = existing
 	}
-	return &InstallResult{Result: res, Release: record, AlreadyInstalled: existing != nil, NowSigned: nowSigned}, nil
+	return &InstallResult{Result: res, Release: record, AlreadyInstalled: existing != nil, NowSigned: nowSigned,
+		Bound: bound, PreviousPublisher: previous, Inherits: inherits}, nil
 }
 
-// packageOwner refuses a release of pkg by publisher when an installed
-// release of pkg is another publisher's, unless allow names publisher.
-func packageOwner(tx *store.Tx, pkg, publisher, allow string) error {
+// packageOwner refuses a release of pkg by publisher when another
+// publisher holds the name, unless allow names publisher, and returns
+// the name's binding (nil when no publisher holds it). A name not held
+// although another publisher's release of it is installed (a store
+// damaged or edited by hand; version 2 binds every installed package)
+// is refused the same way.
+func packageOwner(tx *store.Tx, pkg, publisher, allow string) (*store.Name, error) {
+	held, err := tx.Name(pkg)
+	if err != nil {
+		return nil, err
+	}
 	rels, err := tx.Releases()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	owner := ""
+	if held != nil {
+		owner = held.Publisher
+	}
+	version := ""
 	for _, r := range rels {
-		if r.Package == pkg && r.Publisher != publisher && allow != publisher {
-			return &PublisherChangeError{Package: pkg, Owner: r.Publisher, Publisher: publisher, Version: r.Version}
+		if r.Package != pkg {
+			continue
+		}
+		if owner == "" && r.Publisher != publisher {
+			owner = r.Publisher
+		}
+		if r.Publisher == owner {
+			version = r.Version
 		}
 	}
-	return nil
+	if owner != "" && owner != publisher && allow != publisher {
+		return nil, &PublisherChangeError{Package: pkg, Owner: owner, Publisher: publisher, Version: version}
+	}
+	return held, nil
+}
+
+// inheritedRules are the rules of p that name package d.Package and that
+// one of its commands falls under: mcp.expose entries, and the command
+// patterns of tasks. A pattern for every package ("*/*") names none.
+func inheritedRules(p *profile.Profile, d *descriptor.Descriptor) []string {
+	matchesOne := func(pattern string) bool {
+		pkgPart, _, _ := strings.Cut(pattern, "/")
+		if pkgPart == "*" {
+			return false
+		}
+		for _, cmd := range d.Commands {
+			if profile.Matches(pattern, d.Package+"/"+cmd.ID) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, e := range p.MCP.Expose {
+		if matchesOne(e) {
+			out = append(out, "mcp.expose "+e)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Tasks)) {
+		for _, pat := range p.Tasks[name].Commands {
+			if matchesOne(pat) {
+				out = append(out, fmt.Sprintf("tasks.%s.commands %s", name, pat))
+			}
+		}
+	}
+	return out
 }
 
 // releaseDir is where the release with digest lives. It is derived from
@@ -408,7 +496,9 @@ func (a *Admin) Deactivate(pkg string) (*Result, error) {
 }
 
 // Remove uninstalls a release, deactivating it in the same revision if it
-// is active. Its files are deleted after the revision is published.
+// is active. Its files are deleted after the revision is published. The
+// package's name stays held for its publisher, even when this was its
+// last release (ForgetPublisher releases it).
 func (a *Admin) Remove(ref string) (*Result, *store.Release, error) {
 	var rel *store.Release
 	res, err := a.publishAudited("remove "+ref, func(tx *store.Tx, c *Candidate) error {
@@ -416,21 +506,90 @@ func (a *Admin) Remove(ref string) (*Result, *store.Release, error) {
 		if rel, err = findRelease(tx, ref); err != nil {
 			return err
 		}
-		if ap, ok := c.Packages[rel.Package]; ok && ap.Digest == rel.Digest {
-			delete(c.Packages, rel.Package)
-		}
-		digest, dir := rel.Digest, a.releaseDir(rel.Digest)
-		c.then = append(c.then, func(tx *store.Tx) error { return tx.DeleteRelease(digest) })
-		c.after = append(c.after, func() error {
-			if err := removeTree(dir); err != nil {
-				return fmt.Errorf("removed %s from the store, but deleting %s failed: %w", ref, dir, err)
-			}
-			return nil
-		})
+		a.removeRelease(c, rel, ref)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return res, rel, nil
+}
+
+// removeRelease has change c uninstall rel: deactivated in the revision,
+// its record deleted once it is published, its files after.
+func (a *Admin) removeRelease(c *Candidate, rel *store.Release, ref string) {
+	if ap, ok := c.Packages[rel.Package]; ok && ap.Digest == rel.Digest {
+		delete(c.Packages, rel.Package)
+	}
+	digest, dir := rel.Digest, a.releaseDir(rel.Digest)
+	c.then = append(c.then, func(tx *store.Tx) error { return tx.DeleteRelease(digest) })
+	c.after = append(c.after, func() error {
+		if err := removeTree(dir); err != nil {
+			return fmt.Errorf("removed %s from the store, but deleting %s failed: %w", ref, dir, err)
+		}
+		return nil
+	})
+}
+
+// ForgetResult is what ForgetPublisher did.
+type ForgetResult struct {
+	*Result
+	Removed *store.Release // the package's last release, removed too; nil when none was installed
+	Name    *store.Name    // the binding released
+}
+
+// ForgetPublisher releases package pkg's name from the publisher that
+// holds it, so that any trusted publisher's release of it installs again
+// (`ext remove PKG --forget-publisher`): the owner's explicit word that
+// the name may change hands, as --new-publisher is for one install. It
+// removes the package's release too when one is installed, in the same
+// change; while more than one is, it is refused, since the name stays
+// with an installed release's publisher. Like every owner change it is
+// one store transaction with an audit entry (the revision changes only
+// when an active release goes).
+func (a *Admin) ForgetPublisher(pkg string) (*ForgetResult, error) {
+	if !descriptor.ValidPackage(pkg) {
+		return nil, fmt.Errorf("--forget-publisher takes a package name, not %q: the name is released for every version", pkg)
+	}
+	out := &ForgetResult{}
+	res, err := a.publishAudited("remove "+pkg+" --forget-publisher", func(tx *store.Tx, c *Candidate) error {
+		all, err := tx.Releases()
+		if err != nil {
+			return err
+		}
+		var rels []*store.Release
+		for _, r := range all {
+			if r.Package == pkg {
+				rels = append(rels, r)
+			}
+		}
+		if len(rels) > 1 {
+			vs := make([]string, len(rels))
+			for i, r := range rels {
+				vs[i] = r.Package + "@" + r.Version
+			}
+			return fmt.Errorf("%s has %d releases installed (%s); remove all but one first: the name stays with its publisher while a release of it is installed", pkg, len(rels), strings.Join(vs, ", "))
+		}
+		if out.Name, err = tx.Name(pkg); err != nil {
+			return err
+		}
+		if out.Name == nil && len(rels) == 0 {
+			return fmt.Errorf("%s is not installed and no publisher holds its name; see `ext list`", pkg)
+		}
+		if len(rels) == 1 {
+			out.Removed = rels[0]
+			a.removeRelease(c, rels[0], pkg)
+		}
+		if out.Name == nil {
+			// A store damaged or edited by hand: the release is the binding.
+			out.Name = &store.Name{Package: pkg, Publisher: rels[0].Publisher}
+		}
+		_, err = tx.DeleteName(pkg)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Result = res
+	return out, nil
 }

@@ -52,18 +52,8 @@ valid as written: validate it, pin it, run it.`,
 			} else if !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
-			for rel, content := range files {
-				p := filepath.Join(dir, filepath.FromSlash(rel))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					return err
-				}
-				mode := os.FileMode(0o644)
-				if strings.HasPrefix(rel, "bin/") {
-					mode = 0o755
-				}
-				if err := os.WriteFile(p, []byte(content), mode); err != nil {
-					return err
-				}
+			if err := writeScaffold(filepath.Dir(dir), name, files); err != nil {
+				return &ExitError{Status: ExitFailed, Err: err}
 			}
 			pin := ""
 			if lang != "go" { // a Go release holds its program once it is built

@@ -114,24 +114,52 @@ of its publisher, or when --pin names its exact digest (local development).`,
 				what = fmt.Sprintf("%s %s is already installed (%s)", r.Package, r.Version, r.Digest)
 			}
 			printChange(f, res.Result, what)
+			if res.Bound && res.PreviousPublisher != "" {
+				fmt.Fprintf(f.IO.ErrOut, "%s now belongs to publisher %q instead of %q\n", r.Package, r.Publisher, res.PreviousPublisher)
+			}
+			if res.Bound && len(res.Inherits) > 0 {
+				fmt.Fprintf(f.IO.ErrOut, "%s of %q inherits these rules of the profile:\n", r.Package, r.Publisher)
+				for _, rule := range res.Inherits {
+					fmt.Fprintf(f.IO.ErrOut, "  %s\n", rule)
+				}
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&pin, "pin", "", "accept this exact release digest even if unsigned (sha256:HEX)")
-	cmd.Flags().StringVar(&newPublisher, "new-publisher", "", "let this release's publisher take over a package that another publisher's releases hold")
+	cmd.Flags().StringVar(&newPublisher, "new-publisher", "", "let this release's publisher take over a package name that another publisher holds")
 	return cmd
 }
 
 type releaseJSON struct {
 	Package     string    `json:"package"`
-	Version     string    `json:"version"`
+	Version     string    `json:"version,omitzero"`
 	Publisher   string    `json:"publisher"`
-	Digest      string    `json:"digest"`
+	Digest      string    `json:"digest,omitzero"`
 	Active      bool      `json:"active"`
 	SignedBy    string    `json:"signedBy,omitempty"`
 	Pinned      bool      `json:"pinned"`
-	InstalledAt time.Time `json:"installedAt"`
-	Dir         string    `json:"dir"`
+	InstalledAt time.Time `json:"installedAt,omitzero"`
+	Dir         string    `json:"dir,omitzero"`
+	// Held: a package name kept for its publisher with no release of it
+	// installed (the row has no version, digest or dir): another
+	// publisher's release of it is refused without --new-publisher.
+	Held bool `json:"held,omitempty"`
+}
+
+// heldRows are the names held with no release installed.
+func heldRows(st *admin.State) []releaseJSON {
+	installed := map[string]bool{}
+	for _, r := range st.Releases {
+		installed[r.Package] = true
+	}
+	var rows []releaseJSON
+	for _, n := range st.Names {
+		if !installed[n.Package] {
+			rows = append(rows, releaseJSON{Package: n.Package, Publisher: n.Publisher, Held: true})
+		}
+	}
+	return rows
 }
 
 func releaseRows(st *admin.State) []releaseJSON {
@@ -143,7 +171,7 @@ func releaseRows(st *admin.State) []releaseJSON {
 	}
 	rows := []releaseJSON{}
 	for _, r := range st.Releases {
-		rows = append(rows, releaseJSON{r.Package, r.Version, r.Publisher, r.Digest, active[r.Digest], r.SignedBy, r.Pinned, r.InstalledAt, r.Dir})
+		rows = append(rows, releaseJSON{r.Package, r.Version, r.Publisher, r.Digest, active[r.Digest], r.SignedBy, r.Pinned, r.InstalledAt, r.Dir, false})
 	}
 	return rows
 }
@@ -152,20 +180,23 @@ func newExtListCmd(f *Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List installed releases",
+		Short: "List installed releases, and package names held with none installed",
 		Args:  exactArgs(0, "ext list takes no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := state(cmd, f)
 			if err != nil {
 				return err
 			}
+			held := heldRows(st)
 			rows := releaseRows(st)
 			if asJSON {
-				return writeJSON(f.IO.Out, rows)
+				return writeJSON(f.IO.Out, append(rows, held...))
 			}
 			if len(rows) == 0 {
 				fmt.Fprintf(f.IO.ErrOut, "no releases installed; install one with `%s ext install FILE`\n", f.Name)
-				return nil
+				if len(held) == 0 {
+					return nil
+				}
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PACKAGE\tVERSION\tACTIVE\tTRUST\tDIGEST")
@@ -180,7 +211,16 @@ func newExtListCmd(f *Factory) *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Package, r.Version, act, how, shortDigest(r.Digest))
 			}
-			return tw.Flush()
+			for _, r := range held {
+				fmt.Fprintf(tw, "%s\t-\t-\theld for %s\t-\n", r.Package, r.Publisher)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(held) > 0 {
+				fmt.Fprintf(f.IO.ErrOut, "a held package has no release installed but its name stays with its publisher: another publisher's release of it is refused; `%s ext remove PACKAGE --forget-publisher` releases the name\n", f.Name)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -250,7 +290,8 @@ func newExtShowCmd(f *Factory) *cobra.Command {
 
 func newExtRefCmd(f *Factory, use, short string, run func(h *local.Host, ctx context.Context, ref string) (*admin.Result, error)) *cobra.Command {
 	verb := strings.Fields(use)[0]
-	return &cobra.Command{
+	var forget bool
+	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  exactArgs(1, "ext "+verb+" takes one package"),
@@ -273,6 +314,13 @@ func newExtRefCmd(f *Factory, use, short string, run func(h *local.Host, ctx con
 					names = append(names, r.Package+"@"+r.Version)
 				}
 			}
+			if verb == "remove" {
+				for _, n := range st.Names { // a held name, for --forget-publisher
+					if !slices.Contains(names, n.Package) {
+						names = append(names, n.Package)
+					}
+				}
+			}
 			slices.Sort(names)
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
@@ -280,6 +328,9 @@ func newExtRefCmd(f *Factory, use, short string, run func(h *local.Host, ctx con
 			h, err := f.Host()
 			if err != nil {
 				return err
+			}
+			if forget {
+				return forgetPublisher(f, h, cmd.Context(), args[0])
 			}
 			res, err := run(h, cmd.Context(), args[0])
 			if err != nil {
@@ -294,4 +345,34 @@ func newExtRefCmd(f *Factory, use, short string, run func(h *local.Host, ctx con
 			return nil
 		},
 	}
+	if verb == "remove" {
+		cmd.Use = "remove PACKAGE[@VERSION]|sha256:HEX [--forget-publisher]"
+		cmd.Long = `Uninstall a release, deactivating it in the same revision if it is active.
+The package's name stays with its publisher even when its last release is
+removed, so that another publisher's release of it is refused (it would
+inherit the profile's rules for the package) unless installed with
+--new-publisher. --forget-publisher releases the name, removing the
+package's last release too when one is installed: then any trusted
+publisher's release of it installs again.`
+		cmd.Flags().BoolVar(&forget, "forget-publisher", false, "release the package's name from its publisher (and remove its last release)")
+	}
+	return cmd
+}
+
+// forgetPublisher is `ext remove PACKAGE --forget-publisher`.
+func forgetPublisher(f *Factory, h *local.Host, ctx context.Context, pkg string) error {
+	res, err := h.ForgetPublisher(ctx, pkg)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("%s no longer belongs to publisher %q; any trusted publisher's release of it installs", pkg, res.Name.Publisher)
+	if res.Removed != nil {
+		what = fmt.Sprintf("removed %s %s; ", pkg, res.Removed.Version) + what
+	}
+	if !res.Changed {
+		fmt.Fprintf(f.IO.ErrOut, "%s: revision %d is unchanged\n", what, res.New)
+		return nil
+	}
+	printChange(f, res.Result, what)
+	return nil
 }

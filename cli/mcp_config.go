@@ -29,8 +29,10 @@ XDG directories, when they are not the defaults). --write merges it into the
 client's file for --scope (user, the default, or project: the working
 directory's, where the client has one): every other entry is kept byte for
 byte, the file is replaced atomically and the previous one kept as
-FILE.bak-TIME. An entry of the same name is replaced only with --force; a
-file that is not valid is refused, and nothing is written.`,
+FILE.bak-TIME. A file that is a symbolic link is written through: the file
+it links to is replaced, and the link stays. An entry of the same name is
+replaced only with --force; a file that is not valid, not a regular file,
+larger than 4 MiB, or a link to nothing is refused, and nothing is written.`,
 		Args:      exactArgs(1, "mcp config takes one client: "+strings.Join(clients, ", ")),
 		ValidArgs: clients,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,17 +60,19 @@ file that is not valid is refused, and nothing is written.`,
 			if err != nil {
 				return err
 			}
-			backup := ""
+			backup, target := "", file
 			if write {
-				if backup, err = c.Write(file, srv, force, time.Now().UTC().Format("20060102T150405Z")); err != nil {
+				w, err := c.Write(file, srv, force, time.Now().UTC().Format("20060102T150405Z"))
+				if err != nil {
 					return err
 				}
+				backup, target = w.Backup, w.File
 			}
 			if asJSON {
 				return writeJSON(f.IO.Out, map[string]any{
 					"client": c.Name, "title": c.Title, "scope": scope, "file": file, "format": c.Format,
 					"name": srv.Name, "command": srv.Command, "args": srv.Args, "env": nonNil(srv.Env),
-					"snippet": snippet, "written": write, "backup": backup,
+					"snippet": snippet, "written": write, "target": target, "backup": backup,
 				})
 			}
 			if !write {
@@ -77,6 +81,9 @@ file that is not valid is refused, and nothing is written.`,
 				return nil
 			}
 			fmt.Fprintf(f.IO.ErrOut, "wrote %q to %s for %s (%s scope)", srv.Name, file, c.Title, scope)
+			if target != file {
+				fmt.Fprintf(f.IO.ErrOut, ", through its link to %s", target)
+			}
 			if backup != "" {
 				fmt.Fprintf(f.IO.ErrOut, "; the previous file is %s", backup)
 			}

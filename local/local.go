@@ -195,6 +195,12 @@ func (l *Host) Remove(_ context.Context, ref string) (*admin.Result, error) {
 	return res, err
 }
 
+// ForgetPublisher releases a package name from its publisher, removing
+// its last release too (admin.ForgetPublisher).
+func (l *Host) ForgetPublisher(_ context.Context, pkg string) (*admin.ForgetResult, error) {
+	return l.admin.ForgetPublisher(pkg)
+}
+
 func (l *Host) Activate(_ context.Context, ref string) (*admin.Result, error) {
 	return l.admin.Activate(ref)
 }

@@ -9,6 +9,8 @@ package mcpconfig
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/rukh-cli/rukh/internal/atomicfile"
 )
@@ -239,41 +242,149 @@ func (c *Client) Merge(file string, data []byte, s *Server, force bool) ([]byte,
 	return out, err
 }
 
+// MaxFileBytes bounds the configuration file Write reads: a client's file
+// holds paths and settings, and Claude Code's ~/.claude.json, the largest
+// of them (it keeps per-project history), stays well under it. A larger
+// file is refused, not truncated.
+const MaxFileBytes = 4 << 20
+
+// maxLinks bounds the symbolic links Write follows from the path it is
+// given to the file it writes (as the kernel's ELOOP limit does).
+const maxLinks = 40
+
+// Written is what Write did.
+type Written struct {
+	// File is the file written: the path given, or, when that is a
+	// symbolic link (~/.claude.json -> dotfiles/claude.json), the file
+	// at the end of its links, which stay links.
+	File string
+	// Backup is the copy of what was there ("" when there was no file).
+	Backup string
+}
+
 // Write merges s into c's file at path (Merge) and replaces the file
 // atomically: a temporary file beside it, synced, renamed over it. What
 // was there is kept as PATH.bak-TIME first, with the file's mode, which
 // the new content keeps. A file that does not exist yet is created (mode
 // 0644, and its directory as needed: these files hold paths, not
-// secrets). It returns the backup's path ("" when there was no file).
-func (c *Client) Write(path string, s *Server, force bool, now string) (backup string, err error) {
-	data, err := os.ReadFile(path)
-	existed := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
+// secrets).
+//
+// A path that is a symbolic link is written through: the file at the end
+// of its links is replaced in its own directory, so the links stay links
+// (a dotfiles repository sees the change). A dangling link, a loop, and
+// anything at the end that is not a regular file (a device, a named pipe)
+// are refused, as is a file over MaxFileBytes; nothing is written then.
+func (c *Client) Write(path string, s *Server, force bool, now string) (*Written, error) {
+	target, existed, err := resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	var data []byte
+	var mode os.FileMode = 0o644
+	if existed {
+		if data, mode, err = readConfig(target); err != nil {
+			return nil, err
+		}
 	}
 	out, err := c.Merge(path, data, s, force)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	mode := os.FileMode(0o644)
+	w := &Written{File: target}
 	if existed {
-		fi, err := os.Stat(path)
+		w.Backup = path + ".bak-" + now
+		if err := atomicfile.WriteNew(w.Backup, data, mode); err != nil {
+			return nil, fmt.Errorf("back up %s: %w; nothing was written", path, err)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Replace(target, out, mode); err != nil {
+		if w.Backup != "" {
+			os.Remove(w.Backup)
+		}
+		return nil, err
+	}
+	return w, nil
+}
+
+// resolve follows the symbolic links of path's last element, at most
+// maxLinks, to the file they end at, and reports whether it exists. A
+// path that does not exist is a file to create; a link whose target does
+// not exist is refused, since creating a file there could be anywhere.
+func resolve(path string) (target string, exists bool, err error) {
+	p := path
+	for range maxLinks {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && p == path:
+			return p, false, nil
+		case errors.Is(err, fs.ErrNotExist):
+			return "", false, fmt.Errorf("%s is a symbolic link to %s, which does not exist; nothing was written: create the file the link names, or remove the link", path, p)
+		case err != nil:
+			return "", false, err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return p, true, nil
+		}
+		link, err := os.Readlink(p)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
-		mode = fi.Mode().Perm()
-		backup = path + ".bak-" + now
-		if err := atomicfile.WriteNew(backup, data, mode); err != nil {
-			return "", fmt.Errorf("back up %s: %w; nothing was written", path, err)
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(p), link)
 		}
-	} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", err
+		p = link
 	}
-	if err := atomicfile.Replace(path, out, mode); err != nil {
-		if backup != "" {
-			os.Remove(backup)
-		}
-		return "", err
+	return "", false, fmt.Errorf("%s: more than %d symbolic links (a loop?); nothing was written", path, maxLinks)
+}
+
+// readConfig reads the configuration file at path, which must be a
+// regular file of at most MaxFileBytes, and returns it with its mode. It
+// is opened without blocking, so a named pipe put there never holds it
+// up, and checked once open, so what is read is what was checked.
+func readConfig(path string) ([]byte, os.FileMode, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, 0, err
 	}
-	return backup, nil
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("not a regular file: %s (%s); nothing was written: a client's configuration is a regular file", path, kindOf(fi.Mode()))
+	}
+	if fi.Size() > MaxFileBytes {
+		return nil, 0, tooLarge(path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, 0, tooLarge(path) // it grew while it was read
+	}
+	return data, fi.Mode().Perm(), nil
+}
+
+func tooLarge(path string) error {
+	return fmt.Errorf("%s is larger than %d MiB, more than any client's configuration; nothing was written", path, MaxFileBytes>>20)
+}
+
+// kindOf names the type of a file that is not a regular one.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
 }

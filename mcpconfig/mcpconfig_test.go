@@ -155,8 +155,8 @@ func TestWrite(t *testing.T) {
 	dir := t.TempDir()
 	c := mcpconfig.Clients["cursor"]
 	path := filepath.Join(dir, ".cursor", "mcp.json")
-	if backup, err := c.Write(path, server(), false, "T1"); err != nil || backup != "" {
-		t.Fatalf("new file: %q %v", backup, err)
+	if w, err := c.Write(path, server(), false, "T1"); err != nil || w.Backup != "" || w.File != path {
+		t.Fatalf("new file: %+v %v", w, err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Fatalf("new file: %v %v", fi, err)
@@ -165,10 +165,11 @@ func TestWrite(t *testing.T) {
 	old := "{\n  \"mcpServers\": {\n    \"other\": {\"command\": \"/bin/other\"}\n  }\n}\n"
 	os.WriteFile(path, []byte(old), 0o600)
 	os.Chmod(path, 0o600)
-	backup, err := c.Write(path, server(), false, "T2")
-	if err != nil || backup != path+".bak-T2" {
-		t.Fatalf("merge: %q %v", backup, err)
+	w, err := c.Write(path, server(), false, "T2")
+	if err != nil || w.Backup != path+".bak-T2" {
+		t.Fatalf("merge: %+v %v", w, err)
 	}
+	backup := w.Backup
 	if b, _ := os.ReadFile(backup); string(b) != old {
 		t.Errorf("backup %q", b)
 	}

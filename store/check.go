@@ -54,6 +54,7 @@ func (tx *Tx) check() error {
 	tx.checkMeta(c)
 	releases := tx.checkReleases(c)
 	tx.checkTrust(c)
+	tx.checkNames(c)
 	revs := tx.checkRevisions(c)
 	tx.checkActive(c, revs, releases)
 	tx.checkRoutes(c, revs)
@@ -146,6 +147,15 @@ func (tx *Tx) checkReleases(c *checker) map[string]bool {
 func (tx *Tx) checkTrust(c *checker) {
 	_ = tx.tx.Bucket(bucketTrust).ForEach(func(k, v []byte) error {
 		if _, err := decodeKey(k, v); err != nil {
+			c.add(err)
+		}
+		return nil
+	})
+}
+
+func (tx *Tx) checkNames(c *checker) {
+	_ = tx.tx.Bucket(bucketNames).ForEach(func(k, v []byte) error {
+		if _, err := decodeName(k, v); err != nil {
 			c.add(err)
 		}
 		return nil

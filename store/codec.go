@@ -67,6 +67,12 @@ type keyRec struct {
 	AddedBy int    `cbor:"3,keyasint"`
 }
 
+type nameRec struct {
+	Publisher string `cbor:"1,keyasint"`
+	Since     int64  `cbor:"2,keyasint"`
+	By        int    `cbor:"3,keyasint"`
+}
+
 type activePackageRec struct {
 	Package string `cbor:"1,keyasint"`
 	Version string `cbor:"2,keyasint"`

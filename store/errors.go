@@ -31,6 +31,19 @@ func (e *FutureError) Error() string {
 	return fmt.Sprintf("the store at %s has schema version %d; this build supports up to %d; upgrade "+cliname.Name(), e.Path, e.Found, e.Supported)
 }
 
+// OldError is returned by a read-only Open of a store written by an older
+// build: it needs migrating, which only a read-write Open does. (Files
+// migrates it and reads again.)
+type OldError struct {
+	Path      string
+	Found     uint64 // the store's schema version
+	Supported uint64 // SchemaVersion of this build
+}
+
+func (e *OldError) Error() string {
+	return fmt.Sprintf("the store at %s has schema version %d and needs migrating to %d; open it read-write once", e.Path, e.Found, e.Supported)
+}
+
 // ConflictError is returned by PublishRevision when the candidate was
 // built from a revision that is no longer the active one. Nothing was
 // written; rebuild the candidate from the active revision and retry.

@@ -34,6 +34,7 @@ func TestRecordEncodingIsPinned(t *testing.T) {
 	}{
 		{"release", &releaseRec{Package: "p", Version: "1", Publisher: "a", Dir: "/d", SignedBy: "k", Pinned: true, InstalledAt: 2, InstalledBy: 3, Descriptor: []byte("{}")},
 			"a9" + "016170" + "026131" + "036161" + "04622f64" + "05616b" + "06f5" + "0702" + "0803" + "09427b7d"},
+		{"name", &nameRec{Publisher: "a", Since: 2, By: 3}, "a3" + "016161" + "0202" + "0303"},
 		{"key", &keyRec{Public: []byte{1}, AddedAt: 2, AddedBy: 3}, "a3" + "014101" + "0202" + "0303"},
 		{"revision", &revisionRec{Parent: 1, Hash: "h", Profile: []byte("{}"), Packages: []activePackageRec{{"p", "1", "d"}}, Keys: []string{"k"}, Routes: 2, Created: 3, Op: "o", By: 4},
 			"a9" + "0101" + "026168" + "03427b7d" + "0481a3016170026131036164" + "0581616b" + "0602" + "0703" + "08616f" + "0904"},

@@ -262,7 +262,7 @@ func TestFutureSchemaVersion(t *testing.T) {
 		if fe.Found != store.SchemaVersion+1 || fe.Supported != store.SchemaVersion {
 			t.Errorf("FutureError = %+v", fe)
 		}
-		want := "the store at " + path + " has schema version 2; this build supports up to 1; upgrade rukh"
+		want := fmt.Sprintf("the store at %s has schema version %d; this build supports up to %d; upgrade rukh", path, store.SchemaVersion+1, store.SchemaVersion)
 		if err.Error() != want {
 			t.Errorf("message\n got %q\nwant %q", err, want)
 		}

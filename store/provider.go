@@ -49,12 +49,22 @@ var (
 	_ Provider = (*Store)(nil)
 )
 
-// View opens the store read-only for fn; a missing store is a nil Tx.
+// View opens the store read-only for fn; a missing store is a nil Tx. A
+// store an older build wrote is migrated first (a read-write open, once),
+// so that the first read after an upgrade — `ext list`, a tool listing —
+// does not fail for want of an owner change.
 func (f Files) View(fn func(*Tx) error) error {
 	if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
 		return fn(nil)
 	}
 	s, err := Open(f.Path, Options{Timeout: f.timeout(), ReadOnly: true})
+	if oe := (*OldError)(nil); errors.As(err, &oe) {
+		var m *Store
+		if m, err = Open(f.Path, Options{Timeout: f.timeout()}); err == nil {
+			m.Close()
+			s, err = Open(f.Path, Options{Timeout: f.timeout(), ReadOnly: true})
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,6 +21,10 @@ import (
 //	routes       number → bucket: route words → route record
 //	audit        seq → audit record (seq from the bucket sequence)
 //	invocations  (reserved for invocation records)
+//
+// Version 2 adds
+//
+//	names        package → name record: the publisher that holds the name
 var (
 	bucketMeta        = []byte("meta")
 	bucketReleases    = []byte("releases")
@@ -29,6 +34,7 @@ var (
 	bucketRoutes      = []byte("routes")
 	bucketAudit       = []byte("audit")
 	bucketInvocations = []byte("invocations")
+	bucketNames       = []byte("names")
 
 	keySchema   = []byte("schema")
 	keySecret   = []byte("secret")
@@ -36,11 +42,14 @@ var (
 	keyRevision = []byte("revision")
 )
 
-// topBuckets are the top-level buckets of the current schema version.
-var topBuckets = [][]byte{
+// v1Buckets are the top-level buckets of schema version 1.
+var v1Buckets = [][]byte{
 	bucketMeta, bucketReleases, bucketTrust, bucketRevisions,
 	bucketActive, bucketRoutes, bucketAudit, bucketInvocations,
 }
+
+// topBuckets are the top-level buckets of the current schema version.
+var topBuckets = append(slices.Clip(v1Buckets), bucketNames)
 
 // A migration moves a store from schema version to-1 to version to. The
 // one that creates version 1 starts from an empty file.
@@ -54,6 +63,7 @@ type migration struct {
 // adds one entry {N+1, ...} that rewrites what changed.
 var migrations = []migration{
 	{1, "create the version 1 buckets and meta", createV1},
+	{2, "keep each package name's publisher apart from its releases", createV2},
 }
 
 // migrate runs every migration past version, in order, and records the
@@ -77,7 +87,7 @@ func migrate(tx *bolt.Tx, version uint64) error {
 // createV1 lays out a fresh store: every bucket, a random secret and the
 // creation time.
 func createV1(tx *bolt.Tx) error {
-	for _, name := range topBuckets {
+	for _, name := range v1Buckets {
 		if _, err := tx.CreateBucket(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}

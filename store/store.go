@@ -35,7 +35,7 @@ import (
 // SchemaVersion is the layout version this build reads and writes. A
 // store with a newer version is refused (*FutureError); an older one is
 // migrated by Open.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // maxSchemaVersion bounds the schema versions a future build may write:
 // a larger one is a damaged meta record, not a newer store.
@@ -179,7 +179,7 @@ func (s *Store) prepare(readOnly, creating bool) error {
 	}
 	if version < SchemaVersion {
 		if readOnly {
-			return fmt.Errorf("the store at %s has schema version %d and needs migrating to %d; open it read-write once", s.path, version, SchemaVersion)
+			return &OldError{Path: s.path, Found: version, Supported: SchemaVersion}
 		}
 		err := s.run(true, func(tx *bolt.Tx) error { return migrate(tx, version) })
 		if ce := (*CorruptError)(nil); errors.As(err, &ce) {

@@ -13,6 +13,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp/guard"
+	"github.com/rukh-cli/rukh/mcpconfig"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/projection"
 	"github.com/rukh-cli/rukh/resultschema"
@@ -118,6 +119,7 @@ func TestLimitsDocumented(t *testing.T) {
 		{"trust", "MaxSignatureBytes", size(trust.MaxSignatureBytes)},
 		{"trust", "MaxPathBytes", count(trust.MaxPathBytes)},
 		{"trust", "MaxKeyFileBytes", size(trust.MaxKeyFileBytes)},
+		{"mcpconfig", "MaxFileBytes", size(mcpconfig.MaxFileBytes)},
 	} {
 		if got := testhome.Limit(t, l.pkg, l.name); got != l.want {
 			t.Errorf("docs/limits.md gives %s %s as %q; the code has %q", l.pkg, l.name, got, l.want)
