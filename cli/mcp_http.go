@@ -19,10 +19,9 @@ import (
 // or its body is dropped; a response may take as long as its call
 // (every call has its task's finite deadline).
 const (
-	httpHeaderTimeout = 10 * time.Second
+	httpHeaderTimeout = 5 * time.Second
 	httpBodyTimeout   = 30 * time.Second
 	httpIdleTimeout   = 2 * time.Minute
-	httpMaxHeader     = 64 << 10
 )
 
 // serveHTTP is `rukh mcp --http ADDR`: it refuses to start without the
@@ -52,9 +51,10 @@ func serveHTTP(ctx context.Context, f *Factory, h seam.ToolHost, logw io.Writer,
 	if err != nil {
 		return err
 	}
+	ln = mcphttp.Listen(ln, !withTLS)
 	srv := &http.Server{Handler: handler, BaseContext: func(net.Listener) context.Context { return ctx },
 		ReadHeaderTimeout: httpHeaderTimeout, ReadTimeout: httpBodyTimeout,
-		IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeader, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		IdleTimeout: httpIdleTimeout, MaxHeaderBytes: mcphttp.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if withTLS {
 		scheme = "https"

@@ -14,11 +14,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -41,7 +43,65 @@ const (
 	// one caller (issuer and subject); beyond either the answer is 429.
 	MaxConcurrent       = 64
 	MaxConcurrentCaller = 8
+	// MaxConnections bounds the connections held open at once, whoever
+	// sent them; one over it is answered 503 at once, and closed, without
+	// a byte of it read (Listen). With the server's header bound
+	// (MaxHeaderBytes) it bounds what strangers can make the adapter hold:
+	// no request body is read before its token is valid and it holds a
+	// slot (MaxConcurrent bodies of one message at most).
+	MaxConnections = 256
+	// MaxHeaderBytes bounds one request's header (net/http.Server).
+	MaxHeaderBytes = 64 << 10
 )
+
+// Listen wraps ln so that it holds at most MaxConnections connections:
+// past them, a new connection is answered at once — 503 with Retry-After
+// over plain HTTP, a close under TLS, whose handshake has not begun — and
+// closed without being read. A connection counts until it is closed.
+func Listen(ln net.Listener, plainHTTP bool) net.Listener {
+	return &capped{Listener: ln, slots: make(chan struct{}, MaxConnections), plain: plainHTTP}
+}
+
+type capped struct {
+	net.Listener
+	slots chan struct{}
+	plain bool
+}
+
+// overCap is the answer to a connection past the cap.
+const overCap = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 36\r\n\r\ntoo many connections at once; retry\n"
+
+func (l *capped) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
+		default:
+			if l.plain {
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				io.WriteString(c, overCap)
+			}
+			c.Close()
+		}
+	}
+}
+
+// slotConn gives its slot back once, when it is closed.
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
 
 // Options configure a Handler.
 type Options struct {
@@ -190,32 +250,16 @@ func metadataURL(resource string) string {
 	return u.String()
 }
 
-// serveMCP checks one request in order — Origin, the body (the stdio
-// guard's checks), the token, the caller's share of the slots — and
-// serves it statelessly, bound to the caller's task.
+// serveMCP checks one request in order — Origin, the token, the
+// caller's share of the slots: all from the headers, so that a stranger
+// is answered before a byte of its body is read and holds nothing here
+// — then the body (the stdio guard's checks, at most one message), and
+// serves it statelessly, bound to the caller's task. A refusal before the
+// body closes the connection, so its unread body is never drained.
 func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(c.http.AllowedOrigins, o) {
-		http.Error(w, fmt.Sprintf("origin %q is not allowed (mcp.http.allowedOrigins)", o), http.StatusForbidden)
+		refuseUnread(w, fmt.Sprintf("origin %q is not allowed (mcp.http.allowedOrigins)", o), http.StatusForbidden)
 		return
-	}
-	var id jsonrpc.ID
-	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(guard.DefaultLimits().MaxMessage)))
-		if err != nil {
-			http.Error(w, fmt.Sprintf("the request body is more than %d bytes", guard.DefaultLimits().MaxMessage), http.StatusRequestEntityTooLarge)
-			return
-		}
-		msg, refusal := check(body)
-		if refusal != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			w.Write(refusal)
-			return
-		}
-		if req, ok := msg.(*jsonrpc.Request); ok {
-			id = req.ID
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	token, ok := bearerToken(r)
 	var caller *bearer.Caller
@@ -236,16 +280,40 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 			challenge += fmt.Sprintf(`, scope=%q`, strings.Join(c.http.RequiredScopes, " "))
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
-		http.Error(w, be.Description, be.Status)
+		refuseUnread(w, be.Description, be.Status)
 		return
 	}
 	release, ok := h.admit(caller)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many requests at once; retry", http.StatusTooManyRequests)
+		refuseUnread(w, "too many requests at once; retry", http.StatusTooManyRequests)
 		return
 	}
 	defer release()
+	var id jsonrpc.ID
+	if r.Method == http.MethodPost {
+		max := int64(guard.DefaultLimits().MaxMessage)
+		if r.ContentLength > max {
+			refuseUnread(w, fmt.Sprintf("the request body is more than %d bytes", max), http.StatusRequestEntityTooLarge)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		if err != nil {
+			refuseUnread(w, fmt.Sprintf("the request body is more than %d bytes", max), http.StatusRequestEntityTooLarge)
+			return
+		}
+		msg, refusal := check(body)
+		if refusal != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(refusal)
+			return
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			id = req.ID
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	so := mcp.Options{
 		Host: h.opts.Host, Binding: mcp.Binding{Task: caller.Task, Subject: caller.Subject, Issuer: caller.Issuer},
 		Name: h.opts.Name, Version: h.opts.Version, Logger: h.opts.Logger, Stateless: true,
@@ -262,6 +330,15 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 		Stateless: true, JSONResponse: true, Logger: h.opts.Logger,
 	}).ServeHTTP(out, r)
 	out.flush(w, id)
+}
+
+// refuseUnread answers a request whose body it did not read, and closes
+// the connection after the answer: the server then reads none of that
+// body (net/http would otherwise drain up to 256 KiB of it to reuse the
+// connection).
+func refuseUnread(w http.ResponseWriter, msg string, status int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, status)
 }
 
 // boundedWriter holds a response of at most max bytes.

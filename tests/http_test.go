@@ -309,6 +309,13 @@ func (f *httpFixture) applyWith(t *testing.T, http string) {
 // (its log and the diagnostics log) goes to log, when given.
 func startHTTP(t *testing.T, rukh string, env []string, log ...io.Writer) string {
 	t.Helper()
+	base, _ := startHTTPProc(t, rukh, env, log...)
+	return base
+}
+
+// startHTTPProc is startHTTP that also returns the process.
+func startHTTPProc(t *testing.T, rukh string, env []string, log ...io.Writer) (string, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(rukh, "mcp", "--http", "127.0.0.1:0")
 	cmd.Env = env
 	stderr, w, err := os.Pipe()
@@ -334,7 +341,7 @@ func startHTTP(t *testing.T, rukh string, env []string, log ...io.Writer) string
 				w = log[0]
 			}
 			go io.Copy(w, r)
-			return m[1]
+			return m[1], cmd
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/mcp/guard"
 	"github.com/rukh-cli/rukh/mcpconfig"
+	"github.com/rukh-cli/rukh/mcphttp"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/projection"
 	"github.com/rukh-cli/rukh/resultschema"
@@ -120,6 +121,10 @@ func TestLimitsDocumented(t *testing.T) {
 		{"trust", "MaxPathBytes", count(trust.MaxPathBytes)},
 		{"trust", "MaxKeyFileBytes", size(trust.MaxKeyFileBytes)},
 		{"mcpconfig", "MaxFileBytes", size(mcpconfig.MaxFileBytes)},
+		{"mcphttp", "MaxConnections", count(mcphttp.MaxConnections)},
+		{"mcphttp", "MaxHeaderBytes", size(mcphttp.MaxHeaderBytes)},
+		{"mcphttp", "MaxConcurrent", count(mcphttp.MaxConcurrent)},
+		{"mcphttp", "MaxConcurrentCaller", count(mcphttp.MaxConcurrentCaller)},
 	} {
 		if got := testhome.Limit(t, l.pkg, l.name); got != l.want {
 			t.Errorf("docs/limits.md gives %s %s as %q; the code has %q", l.pkg, l.name, got, l.want)
