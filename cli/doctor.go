@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"
@@ -70,15 +72,12 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				// It holds the store's lock for as long as it runs: waiting
 				// for it would only time out.
 				rep.StoreError = fmt.Sprintf("not checked: the daemon of another build holds it; `%s daemon restart` serves this build, whose doctor then checks it", f.Name)
-			} else if err := h.CheckStore(cmd.Context()); err != nil {
+			} else if rev, err := checkStore(cmd.Context(), h); err != nil {
 				rep.StoreError = err.Error()
 				var ce *store.CorruptError
 				damaged = errors.As(err, &ce) || errors.As(err, &we) && we.Code == wire.CodeStoreDamaged
 			} else {
-				rep.StoreOK = true
-				if st, err := h.State(cmd.Context()); err == nil && st.Projection != nil {
-					rep.Revision = st.Projection.Revision
-				}
+				rep.StoreOK, rep.Revision = true, rev
 			}
 			rep.Pending = invoke.PendingOutcomes(p.Data)
 			if f.NewHost != nil {
@@ -125,4 +124,24 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// checkStore runs on the store what every command runs on it: the page
+// and record checks (store.Tx.Check), then what reading the active state
+// does — decode the active revision's releases and profile and project
+// them, as `ext list`, every call and `rukh mcp` do. A store that fails
+// either is not consistent, and the revision doctor reports is the one
+// the commands read, never a zero standing in for one it could not read.
+func checkStore(ctx context.Context, h *local.Host) (uint64, error) {
+	if err := h.CheckStore(ctx); err != nil {
+		return 0, err
+	}
+	st, err := h.State(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if st.Projection == nil {
+		return 0, errors.New("the active revision could not be read: the host returned no projection")
+	}
+	return st.Projection.Revision, nil
 }
