@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/rukh-cli/rukh/invoke"
@@ -31,7 +32,7 @@ type doctorReport struct {
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	var asJSON, newStore bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this installation: which host serves calls, the store's integrity, what can be enforced",
@@ -40,6 +41,9 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 			p, err := f.Paths()
 			if err != nil {
 				return &ExitError{Status: ExitUsage, Err: err}
+			}
+			if newStore {
+				return startNewStore(f, p.Store())
 			}
 			rep := doctorReport{Socket: p.Socket(f.Name), Store: p.Store()}
 			otherBuild := false // a daemon of another build holds the store
@@ -123,6 +127,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&newStore, "new-store", false, "start a new, empty store where store.db is missing though releases are installed (recovery: see the owner guide)")
 	return cmd
 }
 
@@ -144,4 +149,27 @@ func checkStore(ctx context.Context, h *local.Host) (uint64, error) {
 		return 0, errors.New("the active revision could not be read: the host returned no projection")
 	}
 	return st.Projection.Revision, nil
+}
+
+// startNewStore creates a new, empty store at path where none is, though
+// the data directory holds what an earlier one recorded: what no other
+// command does (store.MissingError), and what the owner asks for in step 4
+// of "Recovering a damaged store". An existing file is never replaced,
+// and a daemon that runs holds the store's lock, so it is refused then.
+func startNewStore(f *Factory, path string) error {
+	if f.NewHost != nil {
+		return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd is running and holds the store; run `%s daemon stop` first, then `%s doctor --new-store`", f.Name, f.Name, f.Name)}
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return &ExitError{Status: ExitUsage, Err: fmt.Errorf("there is already something at %s; a new store is started only where there is none: move it aside first", path)}
+	}
+	h, err := f.Host()
+	if err != nil {
+		return err
+	}
+	if path, err = h.NewStore(); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.Out, "new, empty store at %s: trust the publishers' keys, install the releases and apply the profile again\n", path)
+	return nil
 }

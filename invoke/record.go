@@ -157,11 +157,15 @@ func (c *Core) finish(id string, out *Outcome) error {
 }
 
 // retryable reports whether trying the same write again may succeed: a
-// damaged store or one from a newer build will not change by waiting.
+// damaged store, one from a newer build, a store file removed or replaced
+// under its holder or missing where a store was will not change by
+// waiting.
 func retryable(err error) bool {
 	var corrupt *store.CorruptError
 	var future *store.FutureError
-	return !errors.As(err, &corrupt) && !errors.As(err, &future)
+	var replaced *store.ReplacedError
+	var missing *store.MissingError
+	return !errors.As(err, &corrupt) && !errors.As(err, &future) && !errors.As(err, &replaced) && !errors.As(err, &missing)
 }
 
 // reserveName is a file in PendingDir that holds disk space for outcomes

@@ -49,9 +49,14 @@ var (
 	_ Provider = (*Store)(nil)
 )
 
-// View opens the store read-only for fn; a missing store is a nil Tx.
+// View opens the store read-only for fn; a missing store is a nil Tx in a
+// new home, and a *MissingError where an earlier store left releases or
+// saved outcomes (an empty answer would hide that the store is lost).
 func (f Files) View(fn func(*Tx) error) error {
 	if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+		if lost := lostStore(f.Path); lost != nil {
+			return lost
+		}
 		return fn(nil)
 	}
 	s, err := Open(f.Path, Options{Timeout: f.timeout(), ReadOnly: true})
