@@ -350,6 +350,17 @@ func TestSweepSparesNewStore(t *testing.T) {
 	if err := os.Remove(a.StorePath()); err != nil {
 		t.Fatal(err)
 	}
+	// No change starts a new store over the releases unless the owner
+	// asks (store.MissingError; `doctor --new-store`).
+	var missing *store.MissingError
+	if _, _, err := a.ApplyProfile(profileJSON("after")); !errors.As(err, &missing) {
+		t.Fatalf("a change with store.db removed: %v, want *store.MissingError", err)
+	}
+	s, err := store.Open(a.StorePath(), store.Options{Recreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
 	if _, _, err := a.ApplyProfile(profileJSON("after")); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"
@@ -29,7 +32,7 @@ type doctorReport struct {
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	var asJSON, newStore bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this installation: which host serves calls, the store's integrity, what can be enforced",
@@ -38,6 +41,9 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 			p, err := f.Paths()
 			if err != nil {
 				return &ExitError{Status: ExitUsage, Err: err}
+			}
+			if newStore {
+				return startNewStore(f, p.Store())
 			}
 			rep := doctorReport{Socket: p.Socket(f.Name), Store: p.Store()}
 			otherBuild := false // a daemon of another build holds the store
@@ -70,15 +76,12 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				// It holds the store's lock for as long as it runs: waiting
 				// for it would only time out.
 				rep.StoreError = fmt.Sprintf("not checked: the daemon of another build holds it; `%s daemon restart` serves this build, whose doctor then checks it", f.Name)
-			} else if err := h.CheckStore(cmd.Context()); err != nil {
+			} else if rev, err := checkStore(cmd.Context(), h); err != nil {
 				rep.StoreError = err.Error()
 				var ce *store.CorruptError
 				damaged = errors.As(err, &ce) || errors.As(err, &we) && we.Code == wire.CodeStoreDamaged
 			} else {
-				rep.StoreOK = true
-				if st, err := h.State(cmd.Context()); err == nil && st.Projection != nil {
-					rep.Revision = st.Projection.Revision
-				}
+				rep.StoreOK, rep.Revision = true, rev
 			}
 			rep.Pending = invoke.PendingOutcomes(p.Data)
 			if f.NewHost != nil {
@@ -124,5 +127,49 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&newStore, "new-store", false, "start a new, empty store where store.db is missing though releases are installed (recovery: see the owner guide)")
 	return cmd
+}
+
+// checkStore runs on the store what every command runs on it: the page
+// and record checks (store.Tx.Check), then what reading the active state
+// does — decode the active revision's releases and profile and project
+// them, as `ext list`, every call and `rukh mcp` do. A store that fails
+// either is not consistent, and the revision doctor reports is the one
+// the commands read, never a zero standing in for one it could not read.
+func checkStore(ctx context.Context, h *local.Host) (uint64, error) {
+	if err := h.CheckStore(ctx); err != nil {
+		return 0, err
+	}
+	st, err := h.State(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if st.Projection == nil {
+		return 0, errors.New("the active revision could not be read: the host returned no projection")
+	}
+	return st.Projection.Revision, nil
+}
+
+// startNewStore creates a new, empty store at path where none is, though
+// the data directory holds what an earlier one recorded: what no other
+// command does (store.MissingError), and what the owner asks for in step 4
+// of "Recovering a damaged store". An existing file is never replaced,
+// and a daemon that runs holds the store's lock, so it is refused then.
+func startNewStore(f *Factory, path string) error {
+	if f.NewHost != nil {
+		return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd is running and holds the store; run `%s daemon stop` first, then `%s doctor --new-store`", f.Name, f.Name, f.Name)}
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return &ExitError{Status: ExitUsage, Err: fmt.Errorf("there is already something at %s; a new store is started only where there is none: move it aside first", path)}
+	}
+	h, err := f.Host()
+	if err != nil {
+		return err
+	}
+	if path, err = h.NewStore(); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.Out, "new, empty store at %s: trust the publishers' keys, install the releases and apply the profile again\n", path)
+	return nil
 }

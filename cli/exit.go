@@ -105,6 +105,8 @@ func exitStatus(err error) int {
 	var locked *store.LockedError
 	var future *store.FutureError
 	var corrupt *store.CorruptError
+	var replaced *store.ReplacedError
+	var missing *store.MissingError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -113,6 +115,10 @@ func exitStatus(err error) int {
 	case errors.As(err, &ue):
 		return ExitUsage
 	case errors.As(err, &locked), errors.As(err, &future), errors.As(err, &corrupt):
+		return ExitTempFail
+	case errors.As(err, &replaced), errors.As(err, &missing):
+		// The store file was removed or replaced under its holder, or is
+		// missing where a store was: the owner puts it back.
 		return ExitTempFail
 	case store.DiskError(err):
 		// The disk is full or failing: the store (or a release's copy)

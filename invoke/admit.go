@@ -113,14 +113,22 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 	}
 	// The outcome of a call that runs must be kept even if the disk fills
 	// while it runs: the reserve it would then be saved aside in is made
-	// before anything is committed (a new home's first call has none yet).
-	// A disk with no room for it could not keep the outcome: nothing runs.
-	if err := c.keepReserve(); err != nil {
+	// before anything is committed, one for each call (callreserve.go),
+	// and held until its outcome is committed. A disk with no room for it
+	// could not keep the outcome: nothing runs.
+	id := newInvocationID()
+	res, err := c.takeReserve(id)
+	if err == nil {
+		err = c.keepReserve()
+	}
+	if err != nil {
+		res.release()
 		return &Outcome{Outcome: Rejected, Reason: ReasonStoreUnavailable,
 			Message: fmt.Sprintf("there is no room on the disk to keep this call's outcome (%v); nothing ran", err)}, err
 	}
+	defer res.release()
 	inv := &store.Invocation{
-		ID: newInvocationID(), Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
+		ID: id, Identity: t.Command.Identity, Digest: t.Release.Digest, Revision: t.Revision,
 		Transport: req.Transport, Task: ad.taskName, Enforcement: ad.task.Enforcement,
 		PID: os.Getpid(), PIDStart: selfStart(), StartedAt: c.Now().UTC(), Subject: req.Subject, Issuer: req.Issuer,
 	}
@@ -176,7 +184,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 	out = c.run(ctx, t, req, inv.ID, ad)
 	out.InvocationID = inv.ID
 	out.Attempt.ApprovalID = inv.Attempt.ApprovalID
-	return out, c.finish(inv.ID, out)
+	return out, c.finish(inv.ID, out, res)
 }
 
 // detail is what the record keeps besides the outcome: the message, and

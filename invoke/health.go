@@ -68,7 +68,16 @@ func (h *writeHealth) forget(ids []string) {
 // when it failed because the store cannot be written (a full, read-only
 // or failing disk, a damaged file) and no write has succeeded since, and
 // when such failures began; nil when the last write went through.
+//
+// A store held open (store.Held) whose file was removed or replaced at its
+// path is found here too, before any write fails on it: no write to it
+// would be acknowledged.
 func (c *Core) StoreWriteFailure() (since time.Time, err error) {
+	if r, ok := c.Store.(interface{ Replaced() error }); ok {
+		if err := r.Replaced(); err != nil {
+			c.health.noteWrite(err, c.Now())
+		}
+	}
 	c.health.mu.Lock()
 	defer c.health.mu.Unlock()
 	return c.health.since, c.health.failed

@@ -21,6 +21,8 @@ func TestLimitsDocumented(t *testing.T) {
 		{"diagnosticsKeep", testhome.Limit(t, "invoke", "diagnosticsKeep") == "64 KiB" && diagnosticsKeep == 64<<10},
 		{"diagnosticsLine", testhome.Limit(t, "invoke", "diagnosticsLine") == "4 KiB" && diagnosticsLine == 4<<10},
 		{"invoke.reserveSize", testhome.Limit(t, "invoke", "invoke.reserveSize") == "1 MiB" && reserveSize == 1<<20},
+		{"invoke.CallReserveSize", testhome.Limit(t, "invoke", "invoke.CallReserveSize") == "256 KiB" && CallReserveSize == 256<<10},
+		{"invoke.MaxCallReserves", testhome.Limit(t, "invoke", "invoke.MaxCallReserves") == "256" && MaxCallReserves == 256},
 		{"store.FilesTimeout", testhome.Limit(t, "wire", "store.FilesTimeout") == "10 s" && store.FilesTimeout == 10*time.Second},
 	} {
 		if !l.got {

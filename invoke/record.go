@@ -109,7 +109,10 @@ func storeEffects(effects []extproto.Effect) []store.Effect {
 // fails, the saved outcome is committed by the next admission, before it
 // could resolve the open record as host_lost. The first committed outcome
 // stands.
-func (c *Core) finish(id string, out *Outcome) error {
+//
+// The outcome is saved aside into res, the call's own reserve, when it has
+// one: a disk another writer keeps full loses none of it.
+func (c *Core) finish(id string, out *Outcome, res *callReserve) error {
 	p := &pendingOutcome{ID: id, Outcome: out.Outcome, Reason: out.Reason, ExitStatus: out.ExitStatus,
 		Detail: detail(out), Effects: storeEffects(out.Effects), Attempt: out.Attempt, FinishedAt: c.Now().UTC()}
 	write := func() error {
@@ -121,7 +124,7 @@ func (c *Core) finish(id string, out *Outcome) error {
 	// A daemon that started while this call ran holds the store for as
 	// long as it runs: save the outcome aside and have it commit it now.
 	if c.Elsewhere != nil && c.Elsewhere.Holds() {
-		if saved, err := c.savePending(p); err == nil {
+		if saved, err := c.savePending(p, res); err == nil {
 			if err := c.Elsewhere.Settle(); err == nil {
 				if _, err := os.Stat(saved); errors.Is(err, fs.ErrNotExist) {
 					return nil // committed, and its file removed, by the daemon
@@ -135,7 +138,7 @@ func (c *Core) finish(id string, out *Outcome) error {
 		c.keepReserve() // made again once there is room; an admission says when there is none
 		return nil
 	}
-	saved, saveErr := c.savePending(p)
+	saved, saveErr := c.savePending(p, res)
 	retry := c.FinishRetry
 	if retry <= 0 {
 		retry = DefaultFinishRetry
@@ -157,11 +160,15 @@ func (c *Core) finish(id string, out *Outcome) error {
 }
 
 // retryable reports whether trying the same write again may succeed: a
-// damaged store or one from a newer build will not change by waiting.
+// damaged store, one from a newer build, a store file removed or replaced
+// under its holder or missing where a store was will not change by
+// waiting.
 func retryable(err error) bool {
 	var corrupt *store.CorruptError
 	var future *store.FutureError
-	return !errors.As(err, &corrupt) && !errors.As(err, &future)
+	var replaced *store.ReplacedError
+	var missing *store.MissingError
+	return !errors.As(err, &corrupt) && !errors.As(err, &future) && !errors.As(err, &replaced) && !errors.As(err, &missing)
 }
 
 // reserveName is a file in PendingDir that holds disk space for outcomes
@@ -217,9 +224,23 @@ var testHookReserve = func() error { return nil }
 // testHookSave lets tests fail a save as a full disk would.
 var testHookSave = func() error { return nil }
 
-// savePending writes p durably to PendingDir (savePendingOnce); when the
-// disk is full it frees the reserve (keepReserve) and tries once more.
-func (c *Core) savePending(p *pendingOutcome) (string, error) {
+// savePending writes p durably to PendingDir: into res, the call's own
+// reserve, when it has one (callReserve.saveInto), else as a new file
+// (savePendingOnce); when the disk is full it frees the shared reserve
+// (keepReserve) and tries once more.
+func (c *Core) savePending(p *pendingOutcome, res *callReserve) (string, error) {
+	if res != nil && res.name != "" {
+		// No hook: this write needs no space (testHookSave stands for a
+		// full disk).
+		name := filepath.Join(c.DataDir, PendingDir, p.ID+".json")
+		data, err := json.Marshal(p)
+		if err == nil {
+			err = res.saveInto(name, append(data, '\n'))
+		}
+		if err == nil {
+			return name, nil
+		}
+	}
 	name, err := c.savePendingOnce(p)
 	if err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
 		if os.Remove(filepath.Join(c.DataDir, PendingDir, reserveName)) == nil {

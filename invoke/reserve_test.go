@@ -1,9 +1,12 @@
 package invoke
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -27,7 +30,7 @@ func TestReserveForFullDisk(t *testing.T) {
 		return nil
 	}
 	t.Cleanup(func() { testHookSave = func() error { return nil } })
-	name, err := c.savePending(&pendingOutcome{ID: "0123456789abcdef0123456789abcdef", Outcome: "succeeded"})
+	name, err := c.savePending(&pendingOutcome{ID: "0123456789abcdef0123456789abcdef", Outcome: "succeeded"}, nil)
 	if err != nil {
 		t.Fatalf("a save on a full disk with a reserve: %v", err)
 	}
@@ -38,7 +41,7 @@ func TestReserveForFullDisk(t *testing.T) {
 		t.Errorf("the reserve was not given up: %v", err)
 	}
 	// The space the reserve held serves the saves that follow.
-	_, err = c.savePending(&pendingOutcome{ID: "1123456789abcdef0123456789abcdef", Outcome: "succeeded"})
+	_, err = c.savePending(&pendingOutcome{ID: "1123456789abcdef0123456789abcdef", Outcome: "succeeded"}, nil)
 	if err != nil {
 		t.Errorf("a second save once the reserve is gone and the disk has room: %v", err)
 	}
@@ -46,5 +49,61 @@ func TestReserveForFullDisk(t *testing.T) {
 	c.keepReserve()
 	if _, err := os.Stat(reserve); err != nil {
 		t.Errorf("the reserve was not made again: %v", err)
+	}
+}
+
+// Each admitted call holds a reserve of its own, allocated, for its
+// outcome; a save on a disk that stays full (every new write fails) is
+// written into it, and so is every other call's: none depends on space
+// another call freed. Reserves of hosts that are gone are removed, and
+// no more than MaxCallReserves are held.
+func TestCallReservesOnAFullDisk(t *testing.T) {
+	c := New(t.TempDir())
+	testHookSave = func() error { return &os.PathError{Op: "write", Path: "pending", Err: syscall.ENOSPC} }
+	t.Cleanup(func() { testHookSave = func() error { return nil } })
+	var held []*callReserve
+	for i := range 8 {
+		id := fmt.Sprintf("%032x", i+1)
+		res, err := c.takeReserve(id)
+		if err != nil || res == nil {
+			t.Fatalf("reserve %d: %v, %v", i, res, err)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(res.name, &st); err != nil || st.Blocks*512 < CallReserveSize {
+			t.Fatalf("reserve %d: %v, %d bytes allocated; want %d", i, err, st.Blocks*512, CallReserveSize)
+		}
+		held = append(held, res)
+	}
+	for i, res := range held {
+		p := &pendingOutcome{ID: fmt.Sprintf("%032x", i+1), Outcome: "succeeded", Detail: strings.Repeat("d", 4000)}
+		name, err := c.savePending(p, res)
+		if err != nil {
+			t.Fatalf("save %d on a full disk with its own reserve: %v", i, err)
+		}
+		data, err := os.ReadFile(name)
+		var got pendingOutcome
+		if err != nil || json.Unmarshal(data, &got) != nil || got.ID != p.ID || got.Detail != p.Detail {
+			t.Fatalf("saved outcome %d: %v %q", i, err, data)
+		}
+		if _, err := os.Stat(res.name); res.name != "" || err == nil {
+			t.Errorf("reserve %d not used up", i)
+		}
+	}
+	// A dead host's reserve is removed by the next admission; the cap.
+	dir := filepath.Join(c.DataDir, PendingDir)
+	stale := filepath.Join(dir, callReservePrefix+"999999999.1-"+strings.Repeat("a", 32))
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxCallReserves {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s%d.%d-%032x", callReservePrefix, os.Getpid(), selfStart(), 1000+i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.takeReserve(strings.Repeat("b", 32)); err == nil || !strings.Contains(err.Error(), "invoke.MaxCallReserves") {
+		t.Errorf("a reserve beyond MaxCallReserves: %v", err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dead host's reserve was kept: %v", err)
 	}
 }

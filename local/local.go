@@ -79,6 +79,20 @@ func (l *Host) ResolveLost() ([]string, error) { return l.core.ResolveLost() }
 func (l *Host) Enforceable(context.Context) map[string]string { return l.core.Enforceable() }
 
 // CheckStore checks the store's consistency.
+// NewStore creates a new, empty store where store.db is missing, though
+// the data directory holds what an earlier one recorded (which no other
+// operation does: store.MissingError): the owner's recovery step, `doctor
+// --new-store`. It returns the store's path. Only a host that opens the
+// store per operation (New) can; a daemon holds its own.
+func (l *Host) NewStore() (string, error) {
+	path := l.admin.StorePath()
+	s, err := store.Open(path, store.Options{Recreate: true, Timeout: store.FilesTimeout})
+	if err != nil {
+		return path, err
+	}
+	return path, s.Close()
+}
+
 func (l *Host) CheckStore(context.Context) error { return l.core.CheckStore() }
 
 // StoreWriteFailure says why this host's writes to the store fail, and

@@ -70,7 +70,7 @@ func panicError(r any) error {
 // finds, or panics on, as a *CorruptError. Once bbolt has the file (and
 // its lock), the file is checked with plain reads: a problem there is a
 // *CorruptError too, and the file is closed again.
-func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+func openBolt(path string, opts *bolt.Options) (db *bolt.DB, id fileID, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -83,29 +83,36 @@ func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 	db, err = bolt.Open(path, 0o600, opts)
 	switch {
 	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
-		return nil, damaged(path, fmt.Errorf("bbolt cannot open it: %w", err))
+		return nil, id, damaged(path, fmt.Errorf("bbolt cannot open it: %w", err))
 	case err != nil:
-		return nil, err
+		return nil, id, err
 	}
-	if err := checkOpened(db, path); err != nil {
+	if id, err = checkOpened(path); err != nil {
 		db.Close()
-		return nil, err
+		return nil, id, err
 	}
-	return db, nil
+	return db, id, nil
 }
 
 // checkOpened checks the file bbolt just opened (under its lock) before
-// any transaction reads it. A file bbolt made just now is empty.
-func checkOpened(db *bolt.DB, path string) error {
+// any transaction reads it, and returns its device and inode: what the
+// path must still name for a commit to be acknowledged (identity.go). A
+// file bbolt made just now is empty. Under the lock, nothing else
+// replaces the file between bbolt's open and this one.
+func checkOpened(path string) (fileID, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("open the store at %s: %w", path, err)
+		return fileID{}, fmt.Errorf("open the store at %s: %w", path, err)
 	}
 	defer f.Close()
-	if err := checkFile(f, false, false); err != nil {
-		return damaged(path, err)
+	id, err := statID(f)
+	if err != nil {
+		return fileID{}, fmt.Errorf("open the store at %s: %w", path, err)
 	}
-	return nil
+	if err := checkFile(f, false, false); err != nil {
+		return fileID{}, damaged(path, err)
+	}
+	return id, nil
 }
 
 // run runs fn in one bbolt transaction, read-write when writable: fn's
@@ -142,6 +149,13 @@ func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
 		}
 		err = damaged(s.path, panicError(r))
 	}()
+	if writable {
+		// Nothing is written to a file that is no longer the store
+		// (identity.go).
+		if err := s.identity(); err != nil {
+			return err
+		}
+	}
 	btx, err = s.db.Begin(writable)
 	if err != nil {
 		return err
@@ -153,7 +167,12 @@ func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
 		}
 		return s.named(err)
 	}
-	return s.named(btx.Commit())
+	if err := btx.Commit(); err != nil {
+		return s.named(err)
+	}
+	// Committed to the open file; acknowledged only if that file is still
+	// the store at its path.
+	return s.identity()
 }
 
 // rollback rolls btx back and reports whether it ended.

@@ -110,7 +110,8 @@ func (e *InUseError) Error() string {
 // for the lock does not help; freeing space, or recovery, does.
 func Unwritable(err error) bool {
 	var corrupt *CorruptError
-	return errors.As(err, &corrupt) || DiskError(err)
+	var replaced *ReplacedError
+	return errors.As(err, &corrupt) || errors.As(err, &replaced) || DiskError(err)
 }
 
 // DiskError reports whether err is the disk's: full, over quota,

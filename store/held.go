@@ -1,6 +1,10 @@
 package store
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/rukh-cli/rukh/internal/cliname"
+)
 
 // Held is the Provider of a long-lived host (rukhd): it keeps one Store
 // open, and so holds its lock, until Release; from then on it opens the
@@ -21,7 +25,19 @@ var _ Provider = (*Held)(nil)
 
 // NewHeld returns a Held that keeps s open.
 func NewHeld(s *Store) *Held {
+	s.holder = cliname.Daemon()
 	return &Held{s: s, files: Files{Path: s.Path()}}
+}
+
+// Replaced reports, without writing, whether the held store's file was
+// removed or replaced at its path (*ReplacedError, Store.Replaced); nil
+// once released, when each transaction opens the path afresh.
+func (h *Held) Replaced() error {
+	if s := h.acquire(); s != nil {
+		defer h.done()
+		return s.Replaced()
+	}
+	return nil
 }
 
 // acquire returns the held store, counting one more transaction on it, or

@@ -49,12 +49,17 @@ var (
 	_ Provider = (*Store)(nil)
 )
 
-// View opens the store read-only for fn; a missing store is a nil Tx. A
+// View opens the store read-only for fn; a missing store is a nil Tx in a
+// new home, and a *MissingError where an earlier store left releases or
+// saved outcomes (an empty answer would hide that the store is lost). A
 // store an older build wrote is migrated first (a read-write open, once),
 // so that the first read after an upgrade — `ext list`, a tool listing —
 // does not fail for want of an owner change.
 func (f Files) View(fn func(*Tx) error) error {
 	if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+		if lost := lostStore(f.Path); lost != nil {
+			return lost
+		}
 		return fn(nil)
 	}
 	s, err := Open(f.Path, Options{Timeout: f.timeout(), ReadOnly: true})

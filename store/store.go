@@ -62,6 +62,10 @@ type Options struct {
 	// read-only Open never creates the file or its directory and never
 	// migrates.
 	ReadOnly bool
+	// Recreate lets a read-write Open create a new, empty store where the
+	// file is missing though its directory holds what an earlier store
+	// recorded (*MissingError otherwise): only when the owner asks.
+	Recreate bool
 }
 
 // Store is an open store file. It is safe for concurrent use by several
@@ -73,13 +77,20 @@ type Store struct {
 	secret []byte
 	wedged atomic.Pointer[CorruptError] // set when bbolt could not end a transaction
 	group  group                        // Batch calls committed together
+	// replaced is set once the path no longer names the open file
+	// (identity.go): no write is acknowledged from then on.
+	replaced atomic.Pointer[ReplacedError]
+	holder   string // who holds it open, for ReplacedError; "" for a command
+	id       fileID // the file opened at path
 }
 
 // Open opens the store at path, creating it (and its directory, 0700) if
 // it is missing, and migrating it if it was written by an older build.
 //
 // It fails with *LockedError when another process holds the lock for
-// longer than the timeout, with *FutureError when the store was written
+// longer than the timeout, with *MissingError when the file is missing
+// but its directory holds what an earlier store recorded (releases, saved
+// outcomes: a lost store, never a new one unless Options.Recreate), with *FutureError when the store was written
 // by a newer build, and with an error wrapping fs.ErrNotExist when a
 // read-only open finds no file.
 //
@@ -114,11 +125,11 @@ func Open(path string, opts Options) (*Store, error) {
 			lock.Close()
 		}
 	}
-	if err := ensureStoreFile(abs, opts.ReadOnly); err != nil {
+	if err := ensureStoreFile(abs, opts.ReadOnly, opts.Recreate); err != nil {
 		release()
 		return nil, err
 	}
-	db, err := openBolt(abs, &bolt.Options{
+	db, id, err := openBolt(abs, &bolt.Options{
 		// What is left of the timeout. bbolt retries every 50ms and
 		// gives up once less than 50ms of its timeout is left; the extra
 		// 50ms make the whole wait at least timeout (and at most about
@@ -141,7 +152,7 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open the store at %s: %w", abs, err)
 	}
-	s := &Store{db: db, lock: lock, path: abs}
+	s := &Store{db: db, lock: lock, path: abs, id: id}
 	if err := s.prepare(opts.ReadOnly, false); err != nil {
 		db.Close()
 		release()
@@ -200,15 +211,20 @@ func (s *Store) prepare(readOnly, creating bool) error {
 
 // ensureStoreFile makes sure a store file exists at path before bbolt
 // opens it; the caller holds the lock file. A missing file is created
-// whole (create) for a read-write open. An existing file is checked with
+// whole (create) for a read-write open, unless its directory shows that a
+// store was there (lostStore): then it is a *MissingError, unless
+// recreate. An existing file is checked with
 // plain reads first: bbolt would initialize an empty file as a new
 // database, refuse a short one with its own words ("file size too
 // small"), or panic on zeroed meta pages, and every one of those is
 // damage (*CorruptError).
-func ensureStoreFile(path string, readOnly bool) error {
+func ensureStoreFile(path string, readOnly, recreate bool) error {
 	f, err := os.Open(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !readOnly:
+		if lost := lostStore(path); lost != nil && !recreate {
+			return lost
+		}
 		return create(path)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("no store at %s: %w", path, err)
@@ -231,11 +247,11 @@ func create(path string) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("create the store at %s: %w", path, err)
 	}
-	db, err := openBolt(tmp, &bolt.Options{Timeout: lockRetry})
+	db, id, err := openBolt(tmp, &bolt.Options{Timeout: lockRetry})
 	if err != nil {
 		return fmt.Errorf("create the store at %s: %w", path, err)
 	}
-	s := &Store{db: db, path: tmp}
+	s := &Store{db: db, path: tmp, id: id}
 	err = s.prepare(false, true)
 	if cerr := s.closeBolt(); err == nil {
 		err = cerr

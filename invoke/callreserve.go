@@ -1,0 +1,159 @@
+package invoke
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every admitted call holds its own reserve of disk space from admission
+// until its outcome is committed: a file in PendingDir with room for one
+// outcome saved aside, allocated before the command runs. When the store
+// cannot take the outcome, it is written into that file's own allocated
+// blocks and the file renamed into place, so the save needs no space the
+// disk still has. One shared reserve (reserveName) kept only the first
+// outcome on a disk another writer keeps full: the space it freed went to
+// that writer, and the next calls' outcomes were lost as host_lost.
+const (
+	// CallReserveSize is the space one call holds for its outcome: a
+	// saved outcome is the record's fields, bounded by the completion
+	// report it came in (extproto.MaxFrame, 256 KiB).
+	CallReserveSize = 256 << 10
+	// MaxCallReserves bounds the calls that hold a reserve at once in one
+	// data directory (profile.MaxConcurrent: one task's most), and so the
+	// space held: 64 MiB. A call beyond it is refused before it runs.
+	MaxCallReserves = 256
+	// callReservePrefix names a call's reserve: .reserve-PID.START-ID,
+	// the host process that holds it, so a reserve a dead host left is
+	// found and removed.
+	callReservePrefix = reserveName + "-"
+)
+
+// callReserve is one call's reserve; the zero value (nil) holds none.
+type callReserve struct {
+	name string // its file; "" once used or released
+}
+
+// takeReserve allocates the reserve of call id (CallReserveSize, fallocate
+// with KEEP_SIZE: blocks held, the file empty) in PendingDir. It fails
+// when the disk has no room for it or MaxCallReserves calls hold one: the
+// call could not be sure to keep its outcome, and is refused before it
+// runs. Reserves left by hosts that are gone are removed first. A file
+// system without fallocate, or a PendingDir that cannot be written for
+// another reason than space, holds no reserve, as keepReserve does: the
+// call runs with the shared margin only.
+func (c *Core) takeReserve(id string) (*callReserve, error) {
+	if err := testHookReserve(); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(c.DataDir, PendingDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, noRoom(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	held := 0
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), callReservePrefix)
+		if !ok {
+			continue
+		}
+		if !reserveHostAlive(rest) {
+			os.Remove(filepath.Join(dir, e.Name()))
+			continue
+		}
+		held++
+	}
+	if held >= MaxCallReserves {
+		return nil, fmt.Errorf("%d calls already hold room for their outcomes, the most there may be (invoke.MaxCallReserves)", held)
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s%d.%d-%s", callReservePrefix, os.Getpid(), selfStart(), id))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, noRoom(err)
+	}
+	defer f.Close()
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, CallReserveSize); err != nil {
+		os.Remove(name)
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return nil, &os.PathError{Op: "fallocate", Path: name, Err: err}
+		}
+		return nil, nil // no fallocate here: no reserve, as keepReserve
+	}
+	return &callReserve{name: name}, nil
+}
+
+// noRoom is err when it says the disk is full (ENOSPC, EDQUOT), else nil:
+// a reserve that cannot be made for another reason (an unwritable
+// PendingDir) is not held, as keepReserve, and the save aside reports
+// that reason if it comes to it.
+func noRoom(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return err
+	}
+	return nil
+}
+
+// reserveHostAlive reports whether the host named in a reserve's name
+// (PID.START-ID) still runs.
+func reserveHostAlive(rest string) bool {
+	host, _, ok := strings.Cut(rest, "-")
+	pidS, startS, ok2 := strings.Cut(host, ".")
+	pid, err1 := strconv.Atoi(pidS)
+	start, err2 := strconv.ParseUint(startS, 10, 64)
+	if !ok || !ok2 || err1 != nil || err2 != nil {
+		return true // not ours to judge: left alone, and counted
+	}
+	return processAlive(pid, start)
+}
+
+// release gives the reserve up: the call's outcome is committed (or saved
+// in it, which used it up).
+func (r *callReserve) release() {
+	if r != nil && r.name != "" {
+		os.Remove(r.name)
+		r.name = ""
+	}
+}
+
+// saveInto writes data as the saved outcome name, in the reserve's own
+// allocated blocks, synced, then renames the reserve into place and syncs
+// the directory: nothing of it needs space the disk may no longer have.
+// The reserve is used up when it returns nil.
+func (r *callReserve) saveInto(name string, data []byte) error {
+	if r == nil || r.name == "" || len(data) > CallReserveSize {
+		return errors.New("no reserve for it")
+	}
+	f, err := os.OpenFile(r.name, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(r.name, name)
+	}
+	if err != nil {
+		return err
+	}
+	r.name = ""
+	d, err := os.Open(filepath.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,251 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rukh-cli/rukh/internal/cliname"
+)
+
+// A Store commits to the file it opened, not to its path: once store.db
+// is removed, or replaced by another file or a directory, every commit
+// still succeeds — into a file that no later process will ever open. So
+// before a write transaction begins and again before its commit is
+// acknowledged, the open file (its device and inode, read when it was
+// opened under the lock; bbolt does not export its descriptor) is
+// compared with what the path names now (lstat): the same device and
+// inode, a regular file, still linked. When it is not, the write is not
+// acknowledged (*ReplacedError), nor is any later one on this Store, and
+// what the open file holds is copied once, with bbolt's Tx.WriteTo, to
+// RecoveredSuffix beside the path — a new file, never over an existing
+// one, as etcd saves a snapshot aside — for the owner to put back.
+
+// RecoveredSuffix names the copy of an open store whose file was removed
+// or replaced: store.db.recovered beside store.db.
+const RecoveredSuffix = ".recovered"
+
+// ReplacedError says that the store file at Path is no longer the file
+// this process has open: it was removed, or replaced by another file or
+// a directory. The write it is returned for was not acknowledged, and
+// none is from then on; the CLI exits 75 on it.
+type ReplacedError struct {
+	Path   string
+	What   string // "was removed", "was replaced by a directory", …
+	Holder string // who had it open: rukhd, or a rukh command
+	// Recovered is the file the open store was copied to, "" when it
+	// could not be (RecoverErr says why).
+	Recovered  string
+	RecoverErr error
+}
+
+func (e *ReplacedError) Error() string {
+	msg := fmt.Sprintf("the store file at %s %s while %s had it open, so nothing written since is in it; this change was not made",
+		e.Path, e.What, e.Holder)
+	stop := "stop " + e.Holder + " (" + cliname.Cmd("daemon stop") + ")"
+	if e.Holder != cliname.Daemon() {
+		stop = "make sure no other " + cliname.Name() + " command runs"
+	}
+	switch {
+	case e.Recovered != "":
+		return msg + fmt.Sprintf("; what the open file held is saved in %s: %s, move whatever is at %s aside, then move %s to %s",
+			e.Recovered, stop, e.Path, e.Recovered, e.Path)
+	case e.RecoverErr != nil:
+		return msg + fmt.Sprintf("; its content could not be saved aside (%v): %s and put back the store from a copy of %s", e.RecoverErr, stop, e.Path)
+	}
+	return msg + "; " + stop + " and put back the store from a copy of " + e.Path
+}
+
+// identity checks that the file s has open is still the store at its
+// path, and returns the *ReplacedError (remembered, with the open file
+// saved aside once) when it is not. It runs outside any transaction.
+func (s *Store) identity() error {
+	if r := s.replaced.Load(); r != nil {
+		return r
+	}
+	what, err := s.moved()
+	if err != nil {
+		return fmt.Errorf("check the store file at %s: %w", s.path, err)
+	}
+	if what == "" {
+		return nil
+	}
+	r := &ReplacedError{Path: s.path, What: what, Holder: s.holder}
+	if s.holder == "" {
+		r.Holder = "this " + cliname.Name() + " command"
+	}
+	if !s.replaced.CompareAndSwap(nil, r) {
+		return s.replaced.Load()
+	}
+	r.Recovered, r.RecoverErr = s.saveAside()
+	return r
+}
+
+// fileID is a file's device and inode.
+type fileID struct{ dev, ino uint64 }
+
+func statID(f *os.File) (fileID, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{uint64(st.Dev), st.Ino}, nil
+}
+
+// moved says how the store's path no longer names the open file ("" when
+// it still does): the path must be a regular file with the device and
+// inode the open found (a file the path still names is linked).
+func (s *Store) moved() (string, error) {
+	fi, err := os.Lstat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "was removed", nil
+	case err != nil:
+		return "", err
+	case fi.IsDir():
+		return "was replaced by a directory", nil
+	case !fi.Mode().IsRegular():
+		return "was replaced by something that is not a regular file", nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return "", errors.New("no device and inode")
+	case uint64(st.Dev) != s.id.dev || st.Ino != s.id.ino:
+		return "was replaced by another file", nil
+	case st.Nlink == 0:
+		return "was removed", nil
+	}
+	return "", nil
+}
+
+// saveAside copies what the open file holds to a new file beside the path
+// (RecoveredSuffix, or a numbered name when that exists), synced before it
+// is named. It never writes over an existing file.
+func (s *Store) saveAside() (string, error) {
+	dir := filepath.Dir(s.path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("its directory %s is gone", dir)
+	}
+	for i := range 10 {
+		name := s.path + RecoveredSuffix
+		if i > 0 {
+			name = fmt.Sprintf("%s%s.%d", s.path, RecoveredSuffix, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		err = s.run(false, func(btx *bolt.Tx) error {
+			_, err := btx.WriteTo(f)
+			return err
+		})
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = syncDir(dir)
+		}
+		if err != nil {
+			os.Remove(name)
+			return "", err
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("%s%s and nine numbered copies exist already", s.path, RecoveredSuffix)
+}
+
+// Replaced reports whether the store file at the path is no longer the one
+// s has open (*ReplacedError), without writing: what a status report asks.
+func (s *Store) Replaced() error {
+	err := s.identity()
+	if r := (*ReplacedError)(nil); errors.As(err, &r) {
+		return err
+	}
+	return nil
+}
+
+// homeSigns are what an earlier store leaves beside its file, in the data
+// directory: the installed releases' directories (admin: releases/<sha256>/),
+// the outcomes saved aside for it (invoke.PendingDir: <id>.json), and a copy of a removed store
+// (RecoveredSuffix). A missing store.db beside any of them is a lost
+// store, not a new home.
+var homeSigns = []struct {
+	dir, what string
+	counts    func(fs.DirEntry) bool
+}{
+	{"releases", "installed releases", func(e fs.DirEntry) bool { return e.IsDir() && isDigestHex(e.Name()) }},
+	{"pending-outcomes", "saved outcomes", func(e fs.DirEntry) bool {
+		return e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".")
+	}},
+}
+
+// isDigestHex reports whether name is a release directory's name: 64
+// lowercase hex digits (a SHA-256).
+func isDigestHex(name string) bool {
+	if len(name) != 64 {
+		return false
+	}
+	for _, c := range name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MissingError is returned by Open when there is no store file at Path
+// but its directory holds what an earlier store recorded (Found): a new,
+// empty store there would forget every release, key, profile revision and
+// record, and the next owner change would treat the installed releases
+// as orphans. Options.Recreate makes the new store anyway, when the owner
+// asks for it. The CLI exits 75 on it.
+type MissingError struct {
+	Path  string
+	Found []string // what was found, for the message
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("there is no store at %s, but %s holds what one recorded (%s), so this is not a new home and no empty store is started over it: "+
+		"put the store file back (a copy saved as %s%s, or your backup), or, to start again from an empty store, run %s and follow \"Recovering a damaged store\" in the owner guide (docs/owner.md)",
+		e.Path, filepath.Dir(e.Path), strings.Join(e.Found, ", "), filepath.Base(e.Path), RecoveredSuffix, cliname.Cmd("doctor --new-store"))
+}
+
+// lostStore returns the *MissingError for a store file missing at path
+// whose directory holds what an earlier store recorded, nil when it holds
+// none of that (a new home).
+func lostStore(path string) error {
+	dir := filepath.Dir(path)
+	var found []string
+	for _, sign := range homeSigns {
+		ents, _ := os.ReadDir(filepath.Join(dir, sign.dir))
+		n := 0
+		for _, e := range ents {
+			if sign.counts(e) {
+				n++
+			}
+		}
+		if n > 0 {
+			found = append(found, fmt.Sprintf("%d %s in %s/", n, sign.what, sign.dir))
+		}
+	}
+	if copies, _ := filepath.Glob(path + RecoveredSuffix + "*"); len(copies) > 0 {
+		found = append(found, filepath.Base(copies[0]))
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return &MissingError{Path: path, Found: found}
+}
