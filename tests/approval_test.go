@@ -43,13 +43,7 @@ type approvalHome struct {
 func newApprovalHome(t *testing.T, rukh string) *approvalHome {
 	t.Helper()
 	h := &approvalHome{rukh: rukh, dir: testhome.TempDir(t)}
-	rel := filepath.Join(h.dir, "rel")
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {
-		t.Fatalf("go build probe: %v\n%s", err, out)
-	}
-	if err := os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(approvalRelease), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rel := probeRelease(t, h.dir, approvalRelease)
 	h.home = filepath.Join(h.dir, "home")
 	a := testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(approvalProfile)); err != nil {

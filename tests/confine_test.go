@@ -33,6 +33,20 @@ const confineRelease = `{"schema":"rukh.extension/2","package":"t.confine","vers
   "machine":{"eligible":true,"requiredFeatures":["command-result/1"]},
   "access":[{"action":"files.read","resource":"path:{arg}"}],"effects":{"class":"read"}}]}`
 
+// probeRelease builds the probe (testdata/confine/probe) into DIR/rel
+// with the descriptor desc, and returns the release's directory.
+func probeRelease(t *testing.T, dir, desc string) string {
+	t.Helper()
+	rel := filepath.Join(dir, "rel")
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {
+		t.Fatalf("go build probe: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(desc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
 type confined struct {
 	dir, rukh, home, srv string
 	env                  []string
@@ -46,13 +60,7 @@ func newConfined(t *testing.T, enf string) *confined {
 	c := &confined{dir: testhome.TempDir(t)}
 	bin := filepath.Join(c.dir, "bin")
 	c.rukh = cliInto(t, bin)
-	rel := filepath.Join(c.dir, "rel")
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {
-		t.Fatalf("go build probe: %v\n%s", err, out)
-	}
-	if err := os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(confineRelease), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rel := probeRelease(t, c.dir, confineRelease)
 	c.home = filepath.Join(c.dir, "rukh-home")
 	a := testhome.InstallPinned(t, filepath.Join(c.home, "data"), rel)
 	c.srv = filepath.Join(c.dir, "srv")

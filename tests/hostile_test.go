@@ -56,13 +56,7 @@ type hostileHome struct {
 func newHostileHome(t *testing.T, host *testHost) *hostileHome {
 	t.Helper()
 	h := &hostileHome{rukh: host.Rukh, dir: testhome.TempDir(t)}
-	rel := filepath.Join(h.dir, "rel")
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(rel, "bin", "probe"), "./testdata/confine/probe").CombinedOutput(); err != nil {
-		t.Fatalf("go build probe: %v\n%s", err, out)
-	}
-	if err := os.WriteFile(filepath.Join(rel, "rukh-extension.json"), []byte(hostileRelease), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rel := probeRelease(t, h.dir, hostileRelease)
 	h.home = filepath.Join(h.dir, "home")
 	a := testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
 	if _, _, err := a.ApplyProfile([]byte(hostileProfile)); err != nil {
