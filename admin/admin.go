@@ -335,6 +335,9 @@ func (a *Admin) History() ([]*store.Revision, []*store.AuditEntry, error) {
 // ApplyProfile replaces the profile and returns what changed.
 func (a *Admin) ApplyProfile(data []byte) (*Result, []profile.Change, error) {
 	p, err := profile.Parse(data)
+	if err == nil {
+		err = p.CheckApply()
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -282,6 +282,13 @@ func (c *Core) admit(t *Target, req *Request) (*admission, *Outcome) {
 		}
 	}
 	ad.deadline = time.Duration(ad.task.DeadlineMs) * time.Millisecond
+	// An approval a host command could give itself is none: a profile
+	// published before such tasks were refused (profile.Profile.CheckApply)
+	// still runs, but not the calls it keeps for approval.
+	if ad.task.Enforcement == profile.EnforceHost && ad.approvalFor(t, req) != nil {
+		return ad, rejected(ReasonEnforcementUnavailable, "%s needs the owner's approval under task %q, which runs its commands under %q, where a command acts as the owner and could approve its own call; nothing was run: "+
+			"make the task %q or %q (%s)", t.Command.Identity, ad.taskName, profile.EnforceHost, profile.EnforceRestricted, profile.EnforceStrict, cliname.Cmd("profile apply"))
+	}
 	return ad, nil
 }
 

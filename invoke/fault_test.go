@@ -15,6 +15,7 @@ import (
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/invoke"
+	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/store"
 )
 
@@ -302,4 +303,30 @@ func TestBusyAndHostLost(t *testing.T) {
 	if rec.Outcome != invoke.ExecutionFailed || rec.Reason != invoke.ReasonHostLost {
 		t.Errorf("lost record: %s/%s, want execution_failed/host_lost", rec.Outcome, rec.Reason)
 	}
+}
+
+// A revision published before approval under host was refused still
+// reads, but a call it keeps for approval under a host task is refused
+// (enforcement_unavailable) and nothing runs: a host command could
+// approve its own call (issue 25).
+func TestApprovalUnderHostIsRefused(t *testing.T) {
+	core, home := setup(t)
+	target, _, err := core.Resolve([]string{"h", "well-behaved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := profile.Parse([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":1500,"maxConcurrent":8,"enforcement":"host","requireApproval":["none"]}}}`))
+	if err != nil {
+		t.Fatalf("a stored revision with approval under host must read: %v", err)
+	}
+	target.Profile = old
+	out, err := core.Invoke(context.Background(), target, &invoke.Request{Transport: invoke.TransportCLI, Dir: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome != invoke.Rejected || out.Reason != invoke.ReasonEnforcementUnavailable || !strings.Contains(out.Message, "could approve its own call; nothing was run") {
+		t.Errorf("outcome %s/%s %q; want rejected/enforcement_unavailable", out.Outcome, out.Reason, out.Message)
+	}
+	assertOneOutcome(t, core, out)
 }

@@ -177,6 +177,27 @@ func (p *Profile) Warnings() []string {
 	return out
 }
 
+// CheckApply is what a profile the owner applies must hold beyond
+// Validate, which every stored revision is read with too: a task that
+// keeps calls for approval does not run them under host, where a
+// command acts as the owner and could approve its own call. A revision
+// published before this rule is still read (admission refuses those
+// calls instead).
+func (p *Profile) CheckApply() error {
+	var errs Errors
+	for _, name := range slices.Sorted(maps.Keys(p.Tasks)) {
+		if t := p.Tasks[name]; len(t.RequireApproval) > 0 && t.Enforcement == EnforceHost {
+			errs = append(errs, &Error{Path: strictjson.Pointer("tasks", name) + "/requireApproval",
+				Message: fmt.Sprintf("a task whose calls wait for your approval cannot run them under %q: a host command acts as you, and could approve its own call; use %q or %q",
+					EnforceHost, EnforceRestricted, EnforceStrict)})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
 // ApprovalTTL is how long t's approvals last.
 func (t Task) ApprovalTTL() time.Duration {
 	if t.ApprovalTTLMs == 0 {
@@ -429,12 +450,6 @@ func (p *Profile) Validate() error {
 				add(fmt.Sprintf("%s/requireApproval/%d", at, i), "%q is listed twice", c)
 			}
 			seen[c] = true
-		}
-		if len(t.RequireApproval) > 0 && t.Enforcement == EnforceHost {
-			// A host command acts as the owner, and can approve its own
-			// call: an approval it could give itself is no approval.
-			add(at+"/requireApproval", "a task whose calls wait for your approval cannot run them under %q: a host command acts as you, and could approve its own call; use %q or %q",
-				EnforceHost, EnforceRestricted, EnforceStrict)
 		}
 		switch {
 		case t.ApprovalTTLMs != 0 && len(t.RequireApproval) == 0:

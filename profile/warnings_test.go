@@ -37,12 +37,18 @@ func TestWarningsHostAgentTask(t *testing.T) {
 	}
 }
 
-// Approval under host is refused, not warned about: a host command acts
-// as the owner and could approve its own call.
+// Approval under host is refused when applied, not warned about: a host
+// command acts as the owner and could approve its own call. A stored
+// revision with such a task still reads (admission refuses its calls
+// that need approval).
 func TestApprovalUnderHostRefused(t *testing.T) {
-	_, err := Parse([]byte(`{"endpointNamespace": "t", "cli": {"task": "owner"}, "mcp": {"expose": [], "task": "agent"},
+	p, err := Parse([]byte(`{"endpointNamespace": "t", "cli": {"task": "owner"}, "mcp": {"expose": [], "task": "agent"},
 	  "tasks": {"owner": {"commands": ["*/*"], "deadlineMs": 1000, "maxConcurrent": 1, "enforcement": "host"},
 	            "agent": {"commands": ["*/*"], "deadlineMs": 1000, "maxConcurrent": 1, "enforcement": "host", "requireApproval": ["destructive"]}}}`))
+	if err != nil {
+		t.Fatalf("a stored revision with such a task must still read: %v", err)
+	}
+	err = p.CheckApply()
 	want := `/tasks/agent/requireApproval: a task whose calls wait for your approval cannot run them under "host": a host command acts as you, and could approve its own call; use "restricted" or "strict"`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Parse = %v\nwant it to say %q", err, want)
