@@ -270,8 +270,8 @@ func TestLateIsNotSuccess(t *testing.T) {
 }
 
 // TestCtrlCEndsAHeldCall: at a real terminal, a host command whose
-// grandchild stops its helper again and again ends at Ctrl-C all the
-// same (exit 130, recorded cancelled/interrupted), and at once at a
+// grandchild traces its helper (which then acts on no signal but
+// SIGKILL) ends at Ctrl-C all the same (exit 130, recorded cancelled/interrupted), and at once at a
 // second Ctrl-C; the grandchild, which could otherwise read what the
 // owner types next, is gone. (Before, the host asked the helper once
 // and waited for it forever, and two Ctrl-Cs did not end the call.)
@@ -286,7 +286,7 @@ func TestCtrlCEndsAHeldCall(t *testing.T) {
 				pidfile := filepath.Join(h.dir, fmt.Sprintf("ctrlc-%d.pid", presses))
 				master, slave := testpty.Open(t)
 				t.Cleanup(func() { master.Close() })
-				cmd := exec.Command("bash", "--norc", "--noprofile", "-m", "-c", `"$RUKH" attack stoploop "$PIDFILE"; echo "status=$?"`)
+				cmd := exec.Command("bash", "--norc", "--noprofile", "-m", "-c", `"$RUKH" attack traceloop "$PIDFILE"; echo "status=$?"`)
 				cmd.Env = append(h.env, "RUKH="+h.rukh, "PIDFILE="+pidfile, "TERM=dumb", "PS1=")
 				cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}

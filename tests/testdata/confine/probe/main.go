@@ -216,8 +216,9 @@ func grandchild(mode string) {
 		os.Exit(3)
 	}
 	os.WriteFile(os.Getenv("PROBE_PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o600)
-	for mode == "stoploop" { // as fast as it can: a SIGCONT is undone at once
+	for mode == "stoploop" { // a SIGCONT is undone within a few microseconds
 		syscall.Kill(helper, syscall.SIGSTOP)
+		time.Sleep(50 * time.Microsecond)
 	}
 	for {
 		time.Sleep(time.Hour)
