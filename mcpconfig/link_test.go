@@ -86,7 +86,7 @@ func TestWriteRefuses(t *testing.T) {
 		}, "symbolic links (a loop?)"},
 		{"link to /dev/zero", func(t *testing.T, path string) {
 			symlink(t, "/dev/zero", path)
-		}, "not a regular file: /dev/zero (a device)"},
+		}, "not a regular file: /dev/zero (a character device)"},
 		{"named pipe", func(t *testing.T, path string) {
 			if err := syscall.Mkfifo(path, 0o644); err != nil {
 				t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"syscall"
 
 	"github.com/rukh-cli/rukh/internal/atomicfile"
-	"github.com/rukh-cli/rukh/trust"
 )
 
 // Scopes of a client's configuration.
@@ -354,7 +353,7 @@ func readConfig(path string) ([]byte, os.FileMode, error) {
 		return nil, 0, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("not a regular file: %s (%s); nothing was written: a client's configuration is a regular file", path, trust.KindOf(fi.Mode()))
+		return nil, 0, fmt.Errorf("not a regular file: %s (%s); nothing was written: a client's configuration is a regular file", path, kindOf(fi.Mode()))
 	}
 	if fi.Size() > MaxFileBytes {
 		return nil, 0, tooLarge(path)
@@ -371,4 +370,21 @@ func readConfig(path string) ([]byte, os.FileMode, error) {
 
 func tooLarge(path string) error {
 	return fmt.Errorf("%s is larger than %d MiB, more than any client's configuration; nothing was written", path, MaxFileBytes>>20)
+}
+
+// kindOf names the type of a file that is not a regular one.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
 }
