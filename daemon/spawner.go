@@ -218,14 +218,31 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, err
 		sp.mu.Unlock()
 		return p, nil
 	case <-sp.fault:
+		sp.killDelivered(job)
 		sp.refuse()
 		return nil, fmt.Errorf("the client broke the protocol: %s", sp.faultWhy())
 	case <-sp.gone:
+		sp.killDelivered(job)
 		sp.refuse()
 		return nil, errors.New("the client went away before it started the command")
 	case <-timer.C:
 		sp.refuse()
 		return nil, fmt.Errorf("the client did not say within %s whether it started the command", spawnAnswer)
+	}
+}
+
+// killDelivered kills the command of a Spawned that came before a fault
+// (a second Spawned) or the client's end, but that Spawn had not taken
+// yet: the call fails, and what it started must not run on. Only a
+// verified child is signalled (accept).
+func (sp *clientSpawner) killDelivered(job spawn.Job) {
+	select {
+	case r := <-sp.spawned:
+		if p, err := sp.accept(r, job); err == nil {
+			p.Kill()
+			p.close()
+		}
+	default:
 	}
 }
 
