@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rukh-cli/rukh/envpolicy"
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/spf13/cobra"
@@ -49,7 +50,7 @@ terminal can give one.`,
 			if all || asJSON {
 				return &UsageError{Err: errors.New("--all and --json go with --list")}
 			}
-			if id := getenv(f.Env, extproto.EnvInvocationID); id != "" {
+			if id := envpolicy.Lookup(f.Env)(extproto.EnvInvocationID); id != "" {
 				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
 					"approve cannot run inside a command that %s runs (invocation %s): approvals come from the owner at a terminal", f.Name, id)}
 			}
@@ -106,15 +107,6 @@ func approvalExit(err error) error {
 		return &ExitError{Status: ExitFailed, Err: err}
 	}
 	return err
-}
-
-func getenv(env []string, name string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v
-		}
-	}
-	return ""
 }
 
 func showApproval(w io.Writer, a *store.Approval, now time.Time) {

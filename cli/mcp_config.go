@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rukh-cli/rukh/envpolicy"
 	"github.com/rukh-cli/rukh/mcpconfig"
 )
 
@@ -40,7 +41,7 @@ larger than 4 MiB, or a link to nothing is refused, and nothing is written.`,
 			if c == nil {
 				return &UsageError{fmt.Errorf("unknown client %q; one of: %s", args[0], strings.Join(clients, ", "))}
 			}
-			getenv := envLookup(f.Env)
+			getenv := envpolicy.Lookup(f.Env)
 			file, err := c.File(scope, mcpconfig.Env{Home: getenv("HOME"), Dir: f.Dir, Getenv: getenv})
 			if err != nil {
 				return &UsageError{err}
@@ -104,18 +105,6 @@ func nonNil(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
-}
-
-// envLookup reads a variable of env (NAME=VALUE entries).
-func envLookup(env []string) func(string) string {
-	return func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
 }
 
 // homeEnv is the environment a client must give `rukh mcp` to serve the

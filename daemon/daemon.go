@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/envpolicy"
 	"github.com/rukh-cli/rukh/invoke"
 	"golang.org/x/time/rate"
 	"io"
@@ -675,16 +676,7 @@ func dirs(p paths.Paths, err error) string {
 }
 
 // lookupEnv looks a variable up in env ("KEY=value" pairs; the last wins).
-func lookupEnv(env []string) func(string) string {
-	return func(key string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-				return v
-			}
-		}
-		return ""
-	}
-}
+var lookupEnv = envpolicy.Lookup
 
 func (s *Server) status() *wire.DaemonStatus {
 	rev, err := s.Host.ActiveRevision()

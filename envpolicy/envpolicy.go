@@ -46,3 +46,18 @@ func ForDaemon(homeEnv string, environ []string) []string {
 	}
 	return env
 }
+
+// Lookup looks variables up in env ("KEY=value" pairs) as getenv(3) and
+// os.Getenv do: when a key appears more than once, the last one wins.
+// Every lookup in a caller's environment goes through it, so a command
+// line with a duplicate key means one thing to every check.
+func Lookup(env []string) func(key string) string {
+	return func(key string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+				return v
+			}
+		}
+		return ""
+	}
+}

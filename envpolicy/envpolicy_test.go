@@ -23,3 +23,25 @@ func TestForDaemon(t *testing.T) {
 		t.Errorf("ForDaemon = %q, want %q", got, want)
 	}
 }
+
+// TestLookupLastWins: a key set twice reads as its last value, as
+// getenv(3) and os.Getenv read the process's own environment.
+func TestLookupLastWins(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		key  string
+		want string
+	}{
+		{[]string{"A=1"}, "A", "1"},
+		{[]string{"A=1", "A=2"}, "A", "2"},
+		{[]string{"A=", "A=x"}, "A", "x"},
+		{[]string{"A=x", "A="}, "A", ""},
+		{[]string{"AB=1"}, "A", ""},
+		{[]string{"A=b=c"}, "A", "b=c"},
+		{nil, "A", ""},
+	} {
+		if got := Lookup(tc.env)(tc.key); got != tc.want {
+			t.Errorf("Lookup(%q)(%q) = %q, want %q", tc.env, tc.key, got, tc.want)
+		}
+	}
+}

@@ -225,7 +225,7 @@ const maxCallIDs = 1 << 16
 // seen records a tools/call request id and reports whether the session
 // had seen it. Keys keep the id's type: 1 and "1" are different ids.
 func (c *sessionConn) seen(id any) bool {
-	key := fmt.Sprintf("%T:%v", id, id)
+	key := idKey(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.called == nil {
@@ -256,7 +256,10 @@ func (c *sessionConn) waitAnswered(d time.Duration) {
 	}
 }
 
-func idKey(id any) string { return fmt.Sprintf("%v", id) }
+// idKey is the key of a request id in the session's tables. It keeps the
+// id's type, as JSON-RPC does: 1 and "1" are different ids, so cancelling
+// one never drops the answer to the other.
+func idKey(id any) string { return fmt.Sprintf("%T:%v", id, id) }
 
 func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {

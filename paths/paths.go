@@ -21,8 +21,13 @@ type Paths struct {
 
 // HomeEnv is the variable that puts every file of the CLI name under one
 // directory, e.g. RUKH_HOME.
-func HomeEnv(name string) string {
-	return strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_HOME"
+func HomeEnv(name string) string { return EnvPrefix(name) + "_HOME" }
+
+// EnvPrefix is how the CLI name begins the names of its environment
+// variables: upper case, with '-' as '_' ("my-cli" → "MY_CLI"), so every
+// variable of one CLI (NAME_HOME, NAME_DAEMON) is spelt the same way.
+func EnvPrefix(name string) string {
+	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // Resolve resolves where the CLI name keeps its files from the

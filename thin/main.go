@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/rukh-cli/rukh/envpolicy"
@@ -134,8 +133,9 @@ func Forward(name string, args []string) (status int, ok bool) {
 
 // AutoStartEnv is the variable with which an owner opts in to a daemon
 // started on first use, for machines without systemd: NAME_DAEMON=auto
-// (RUKH_DAEMON for rukh). Without it, no command starts a daemon.
-func AutoStartEnv(name string) string { return strings.ToUpper(name) + "_DAEMON" }
+// (RUKH_DAEMON for rukh, MY_CLI_DAEMON for my-cli: spelt as NAME_HOME).
+// Without it, no command starts a daemon.
+func AutoStartEnv(name string) string { return paths.EnvPrefix(name) + "_DAEMON" }
 
 func autoStart(name string) bool { return os.Getenv(AutoStartEnv(name)) == "auto" }
 
