@@ -57,7 +57,15 @@ func TestPeerAndChild(t *testing.T) {
 		if err != nil || p.pid != os.Getpid() || !p.alive() {
 			t.Fatalf("option %#x: peer %+v, %v; want this process, alive", opt, p, err)
 		}
-		if _, err := takePeer(uc, os.Getpid()+1); err == nil {
+		// Credentials naming a process that is not the peer: one that has
+		// exited and been reaped (pid+1 may be any older process of the
+		// machine's, which the fallback cannot tell from the peer, as
+		// daemon.md says).
+		other := exec.Command("true")
+		if err := other.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := takePeer(uc, other.Process.Pid); err == nil {
 			t.Errorf("option %#x: a peer whose credentials name another pid was taken", opt)
 		}
 
