@@ -61,10 +61,14 @@ type Server struct {
 	connDone chan struct{} // a connection ended (for handOver)
 	store    *store.Held   // nil in tests that give Host their own store
 
-	budget   *wire.Budget   // frame bytes all connections may hold while reading
-	maxConns int            // connections served at once; more are refused
-	warn     rate.Sometimes // logs about peers, at a bounded rate
-	unlogged atomic.Int64   // warnings the rate left out, said with the next
+	budget    *wire.Budget   // frame bytes all connections may hold while reading
+	maxConns  int            // connections served at once; more are refused
+	maxManage int            // management requests served at once, beside maxConns
+	waiting   *waitingPool   // connections whose request is not read yet
+	working   atomic.Int64   // connections served, but for management
+	managing  atomic.Int64   // connections served a Status or Stop
+	warn      rate.Sometimes // logs about peers, at a bounded rate
+	unlogged  atomic.Int64   // warnings the rate left out, said with the next
 }
 
 // Limits of the daemon's own resources (item 10 and 11 of the hardening
@@ -73,7 +77,11 @@ type Server struct {
 // the descriptor limit; the frames being read share one budget.
 const (
 	frameBudget = 64 << 20 // bytes
-	maxConns    = 1024
+	// frameReserve is the part of frameBudget for small frames (a hello,
+	// a status request; wire.SmallFrame): every waiting connection's
+	// first chunk fits in it.
+	frameReserve = maxWaiting * wire.SmallFrame / 2
+	maxConns     = 1024
 	// acceptBackoff bounds the pause after an accept that failed for want
 	// of descriptors or memory; the daemon then tries again.
 	acceptBackoff = time.Second
@@ -136,8 +144,12 @@ func (s *Server) init() {
 		s.stop = make(chan struct{})
 		s.activity = make(chan struct{}, 1)
 		s.connDone = make(chan struct{}, 1)
-		s.budget = wire.NewBudget(frameBudget)
+		s.budget = wire.NewBudget(frameBudget, frameReserve)
 		s.maxConns = connLimit()
+		// Under a low descriptor limit the other pools shrink with the
+		// connection limit, so that what it holds stays within it.
+		s.maxManage = min(manageReserve, max(4, s.maxConns/4))
+		s.waiting = newWaitingPool(min(maxWaiting, s.maxConns))
 		s.warn = rate.Sometimes{First: 10, Interval: time.Minute}
 	})
 }
@@ -224,8 +236,8 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			return err
 		}
 		pause = 0
-		if int(s.conns.Load()) >= s.maxConns {
-			s.warnf("refused a connection: serving as many as it may", "limit", s.maxConns)
+		if int(s.conns.Load()) >= s.maxConns+s.waiting.max+s.maxManage {
+			s.warnf("refused a connection: holding as many as it may", "limit", s.maxConns)
 			go refuseBusy(c, s.Name, s.maxConns)
 			continue
 		}
@@ -328,13 +340,44 @@ func refuseBusy(uc *net.UnixConn, name string, limit int) {
 // if that is what follows (thin.Dialer.Manage): `daemon status`, `stop`
 // and `restart` must reach a daemon of another build, and one that
 // drains.
-func (s *Server) serveManage(ctx context.Context, c *wire.Conn, uc *net.UnixConn, pr *peer) {
+func (s *Server) serveManage(ctx context.Context, c *wire.Conn, uc *net.UnixConn, w *waiter, pr *peer) {
 	uc.SetReadDeadline(time.Now().Add(helloWait))
 	req, files, err := c.Receive()
 	uc.SetReadDeadline(time.Time{})
 	closeAll(files)
-	if err == nil && (req.Status != nil || req.Stop != nil) {
+	if err == nil && (req.Status != nil || req.Stop != nil) && s.admit(c, w, req) {
+		defer s.release(req)
 		s.serveRequest(ctx, c, req, nil, pr)
+	}
+}
+
+// admit ends w's wait once its request req is read, and takes a slot for
+// it: management in its reserve, the rest in the connection limit. It
+// reports false, having answered busy where it can, when req is not to
+// be served.
+func (s *Server) admit(c *wire.Conn, w *waiter, req *wire.Msg) bool {
+	if !s.waiting.leave(w) {
+		return false // evicted: its connection is closed
+	}
+	n, limit, pool := &s.working, int64(s.maxConns), "connections"
+	if req.Status != nil || req.Stop != nil {
+		n, limit, pool = &s.managing, int64(s.maxManage), "management requests"
+	}
+	if n.Add(1) > limit {
+		n.Add(-1)
+		s.warnf("refused a request: serving as many as it may", "pool", pool, "limit", limit)
+		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBusy, "%sd serves %d %s at once, its limit; retry when fewer run", s.Name, limit, pool)})
+		return false
+	}
+	return true
+}
+
+// release frees the slot admit took for req.
+func (s *Server) release(req *wire.Msg) {
+	if req.Status != nil || req.Stop != nil {
+		s.managing.Add(-1)
+	} else {
+		s.working.Add(-1)
 	}
 }
 
@@ -344,6 +387,8 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 	c.WriteTimeout = writeWait
 	c.Budget = s.budget
 	uid, pid, err := wire.PeerCred(uc)
+	w, _ := s.waiting.enter(uc, pid)
+	defer s.waiting.leave(w)
 	if err != nil || uid != os.Getuid() {
 		s.warnf("refused a connection from another user", "uid", uid, "error", err)
 		refusePeer(uc, c, wire.Errorf(wire.CodeBadRequest, "this daemon serves uid %d only", os.Getuid()))
@@ -394,17 +439,17 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		}
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeDaemonStale,
 			"%sd was upgraded on disk; it is finishing its work and exiting", s.Name)})
-		s.serveManage(ctx, c, uc, pr)
+		s.serveManage(ctx, c, uc, w, pr)
 		return
 	case m.Hello.Build != s.Build:
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBuildMismatch,
 			"%sd runs build %s but this %s is build %s; run `%s daemon restart` to serve this build, or use the matching binary",
 			s.Name, s.Build, s.Name, m.Hello.Build, s.Name)})
-		s.serveManage(ctx, c, uc, pr)
+		s.serveManage(ctx, c, uc, w, pr)
 		return
 	case s.stopping.Load():
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeShuttingDown, "%sd is stopping", s.Name)})
-		s.serveManage(ctx, c, uc, pr)
+		s.serveManage(ctx, c, uc, w, pr)
 		return
 	}
 	if err := c.Send(&wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: s.Build, Name: s.Name, PID: os.Getpid()}}); err != nil {
@@ -418,6 +463,11 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		s.refuse(c, err, "")
 		return
 	}
+	if !s.admit(c, w, req) {
+		closeAll(files)
+		return
+	}
+	defer s.release(req)
 	s.serveRequest(ctx, c, req, files, pr)
 }
 

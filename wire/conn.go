@@ -73,22 +73,37 @@ type Conn struct {
 // read. A frame's buffer grows as its bytes arrive, a 64 KiB chunk and
 // then doubling, and each growth is counted; never what was announced: a
 // peer that announces 4 MiB and sends nothing holds one chunk.
+//
+// The last reserve bytes are for small frames (at most SmallFrame): a
+// hello, a status request, a cancel. Frames held half-sent, however many,
+// can then never keep those out.
 type Budget struct {
-	mu   sync.Mutex
-	used int64
-	max  int64
+	mu      sync.Mutex
+	used    int64
+	max     int64
+	reserve int64
 }
 
-// NewBudget returns a budget of max bytes.
-func NewBudget(max int64) *Budget { return &Budget{max: max} }
+// SmallFrame is the largest frame that may use a Budget's reserve; every
+// management frame and the usual request is smaller.
+const SmallFrame = 64 << 10
 
-func (b *Budget) take(n int64) bool {
+// NewBudget returns a budget of max bytes, of which the last reserve are
+// for small frames only.
+func NewBudget(max, reserve int64) *Budget { return &Budget{max: max, reserve: reserve} }
+
+// take counts n more bytes of a frame of size bytes, if there is room.
+func (b *Budget) take(n int64, size int) bool {
 	if b == nil {
 		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used+n > b.max {
+	limit := b.max
+	if size > SmallFrame {
+		limit -= b.reserve
+	}
+	if b.used+n > limit {
 		return false
 	}
 	b.used += n
@@ -209,7 +224,7 @@ func (c *Conn) readBody(n int) ([]byte, error) {
 	for len(body) < n {
 		if len(body) == cap(body) {
 			grow := min(n-len(body), max(chunk, len(body)))
-			if !c.Budget.take(int64(grow)) {
+			if !c.Budget.take(int64(grow), n) {
 				return nil, fmt.Errorf("%w: %w", ErrFrame, ErrBudget)
 			}
 			held += int64(grow)

@@ -270,7 +270,7 @@ func syscallSocketpair() ([2]int, error) {
 // byte hold a first chunk each, and the one that finds the budget spent is
 // refused (ErrBudget) rather than allocating what it announced.
 func TestBudget(t *testing.T) {
-	budget := NewBudget(2 * 64 << 10)
+	budget := NewBudget(2*64<<10, 0)
 	announce := func(a *Conn) {
 		var head [5]byte
 		binary.BigEndian.PutUint32(head[:4], MaxFrame)
@@ -306,6 +306,61 @@ func TestBudget(t *testing.T) {
 		if err := <-results; err == nil {
 			t.Errorf("a closed connection read a frame")
 		}
+	}
+	if budget.used != 0 {
+		t.Errorf("%d bytes still counted after every read ended", budget.used)
+	}
+}
+
+// The budget's reserve is for small frames: large frames held half-sent
+// take all they may, and a small frame is still read whole; another large
+// one is refused.
+func TestBudgetReserve(t *testing.T) {
+	const reserve = 64 << 10
+	budget := NewBudget(2*64<<10+reserve, reserve)
+	results := make(chan error, 3)
+	var held []*Conn
+	for range 3 {
+		a, b := pair(t)
+		b.Budget = budget
+		var head [5]byte
+		binary.BigEndian.PutUint32(head[:4], MaxFrame)
+		if _, err := a.c.Write(head[:]); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, b)
+		go func() {
+			_, _, err := b.Receive()
+			results <- err
+		}()
+	}
+	// Two take the unreserved part; whichever comes third is refused.
+	select {
+	case err := <-results:
+		if !errors.Is(err, ErrBudget) {
+			t.Fatalf("a third large frame: %v, want ErrBudget", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no large frame of three was refused within 30 s")
+	}
+	// A small frame uses the reserve.
+	a, b := pair(t)
+	b.Budget = budget
+	frame, err := Encode(nil, &Msg{Status: &Status{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, err := b.Receive(); err != nil || m.Status == nil {
+		t.Fatalf("a status frame beside two held large ones: %+v, %v", m, err)
+	}
+	for _, b := range held {
+		b.Close()
+	}
+	for range 2 {
+		<-results
 	}
 	if budget.used != 0 {
 		t.Errorf("%d bytes still counted after every read ended", budget.used)
@@ -427,7 +482,7 @@ func FuzzReceive(f *testing.F) {
 		}()
 		r.SetDeadline(time.Now().Add(10 * time.Second)) // a hang fails below, not the fuzzer
 		c := NewConn(r)
-		c.Budget = NewBudget(1 << 20)
+		c.Budget = NewBudget(1<<20, 64<<10)
 		for range len(stream) + 1 { // each frame takes at least its 4-byte header
 			m, files, err := c.Receive()
 			if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -1,0 +1,110 @@
+package daemon
+
+import (
+	"container/list"
+	"net"
+	"sync"
+)
+
+// A connection is waiting from its accept until its request has been
+// read: the peer check, the hello and the request. A client sends them at
+// once, so a connection that waits long is one that holds a slot without
+// using it (idle connections, a hello and then silence, half a frame).
+// The waiting are counted apart from the served: when maxWaiting wait,
+// the next connection takes the place of one of them, the oldest of the
+// peer that holds the most, which is closed. A flood of any size then
+// costs its sender its own connections, never the slot of a client that
+// says what it wants at once, and `daemon status` always gets through.
+//
+// Once its request is read, a connection is served in one of two pools:
+// management (Status, Stop) in manageReserve slots of its own, everything
+// else in the daemon's connection limit. Neither waits on the other.
+const (
+	maxWaiting    = 512
+	manageReserve = 16
+)
+
+// waitingPool holds the waiting connections, oldest first.
+type waitingPool struct {
+	mu     sync.Mutex
+	max    int
+	order  *list.List // of *waiter, oldest first
+	byPeer map[int]int
+}
+
+// A waiter is one waiting connection.
+type waiter struct {
+	conn    *net.UnixConn
+	pid     int
+	elem    *list.Element
+	evicted bool // closed to make room
+	left    bool // its request was read
+}
+
+func newWaitingPool(max int) *waitingPool {
+	return &waitingPool{max: max, order: list.New(), byPeer: map[int]int{}}
+}
+
+// enter adds conn, of process pid, making room if the pool is full.
+// It reports how many it evicted (0 or 1).
+func (p *waitingPool) enter(conn *net.UnixConn, pid int) (*waiter, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	evicted := 0
+	if p.order.Len() >= p.max {
+		p.evictLocked()
+		evicted = 1
+	}
+	w := &waiter{conn: conn, pid: pid}
+	w.elem = p.order.PushBack(w)
+	p.byPeer[pid]++
+	return w, evicted
+}
+
+// evictLocked closes the oldest connection of the peer that holds the
+// most: the one that sent nothing for longest among those of the likely
+// flooder. Its goroutine sees its read fail and ends.
+func (p *waitingPool) evictLocked() {
+	most := 0
+	for _, n := range p.byPeer {
+		most = max(most, n)
+	}
+	for e := p.order.Front(); e != nil; e = e.Next() {
+		w := e.Value.(*waiter)
+		if p.byPeer[w.pid] == most {
+			p.removeLocked(w)
+			w.evicted = true
+			w.conn.Close()
+			return
+		}
+	}
+}
+
+func (p *waitingPool) removeLocked(w *waiter) {
+	p.order.Remove(w.elem)
+	if p.byPeer[w.pid]--; p.byPeer[w.pid] == 0 {
+		delete(p.byPeer, w.pid)
+	}
+}
+
+// leave ends w's wait (again is a no-op). It reports false if w was
+// evicted: its connection is closed, and what it read is not served.
+func (p *waitingPool) leave(w *waiter) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.evicted {
+		return false
+	}
+	if !w.left {
+		w.left = true
+		p.removeLocked(w)
+	}
+	return true
+}
+
+// len reports how many connections wait.
+func (p *waitingPool) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.order.Len()
+}
