@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -84,6 +85,17 @@ func (e *PublisherChangeError) Error() string {
 // publisher's (or opts.NewPublisher names it). Nothing is written unless
 // it is.
 func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, error) {
+	return a.InstallContext(context.Background(), src, pin, opts)
+}
+
+// InstallContext is Install that ctx can stop (Ctrl-C): it is checked
+// between the copy, the verification and the commit, and once more in
+// the transaction, so a stopped install writes nothing and leaves no
+// files behind.
+func (a *Admin) InstallContext(ctx context.Context, src, pin string, opts InstallOptions) (*InstallResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(a.ReleasesDir(), 0o700); err != nil {
 		return nil, err
 	}
@@ -103,12 +115,18 @@ func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, e
 	if err := stage(src, staging); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	keys, err := a.trustedKeys()
 	if err != nil {
 		return nil, err
 	}
 	rel, err := trust.Verify(staging, keys, pin)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	digest := rel.Manifest.Digest()
@@ -185,7 +203,7 @@ func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, e
 			existing, nowSigned = &signed, true
 		}
 		c.Packages[d.Package] = store.ActivePackage{Package: d.Package, Version: d.Version, Digest: digest}
-		return nil
+		return ctx.Err() // stopped now: rolled back, the copy undone
 	})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/rand"
 	"errors"
 	"github.com/rukh-cli/rukh/store"
@@ -480,4 +481,36 @@ func TestPinnedThenSigned(t *testing.T) {
 	if err != nil || again.NowSigned || !again.AlreadyInstalled {
 		t.Errorf("a second install of it: %+v, %v", again, err)
 	}
+}
+
+// A stopped install (Ctrl-C) changes nothing: stopped before it starts,
+// and stopped once its copy is in place but before its commit (the
+// transaction rolls back and the copy is removed).
+func TestInstallStopped(t *testing.T) {
+	dir := copyExample(t, "greet")
+	m, err := trust.BuildManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := m.Digest()
+	t.Run("before", func(t *testing.T) {
+		a := admin.New(testhome.TempDir(t))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := a.InstallContext(ctx, dir, pin, admin.InstallOptions{}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		requireNothingInstalled(t, a)
+	})
+	t.Run("before its commit", func(t *testing.T) {
+		a := admin.New(testhome.TempDir(t))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		admin.SetHookAfterRename(cancel)
+		defer admin.SetHookAfterRename(nil)
+		if _, err := a.InstallContext(ctx, dir, pin, admin.InstallOptions{}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		requireNothingInstalled(t, a)
+	})
 }

@@ -6,10 +6,10 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/envpolicy"
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/invoke"
@@ -63,13 +63,14 @@ func Local(cfg Config, args []string) int {
 		// whose helper was killed leaves behind.
 		invoke.AdoptStrays()
 	}
-	// The first Ctrl-C or SIGTERM cancels the context (a running command
-	// is stopped, with a grace, and recorded as interrupted); a second one
-	// kills the call at once, its helper included whatever state the
-	// command left it in, and it is still recorded (invoke.WithAbort); a
-	// third has its default effect and ends the process.
+	// The first Ctrl-C, SIGTERM or hang-up cancels the context (a running
+	// command is stopped, with a grace, and recorded as interrupted); a
+	// second one kills the call at once, its helper included whatever
+	// state the command left it in, and it is still recorded
+	// (invoke.WithAbort); a third has its default effect and ends the
+	// process.
 	sigs := make(chan os.Signal, 3)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, thin.StopSignals()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	abort := make(chan struct{})
@@ -80,7 +81,7 @@ func Local(cfg Config, args []string) int {
 		close(abort)
 		<-sigs
 		signal.Stop(sigs)
-		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		signal.Reset(thin.StopSignals()...)
 		syscall.Kill(os.Getpid(), syscall.SIGINT)
 	}()
 	ctx = invoke.WithAbort(ctx, abort)
@@ -91,14 +92,7 @@ func Local(cfg Config, args []string) int {
 // ("KEY=value" pairs), for tests and embedders.
 func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, environ []string) int {
 	cliname.Set(cfg.Name)
-	getenv := func(key string) string {
-		for i := len(environ) - 1; i >= 0; i-- {
-			if k, v, ok := strings.Cut(environ[i], "="); ok && k == key {
-				return v
-			}
-		}
-		return ""
-	}
+	getenv := envpolicy.Lookup(environ)
 	dir, _ := os.Getwd()
 	f := &cli.Factory{
 		Name:    cfg.Name,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,16 +75,16 @@ func TestExitStatus(t *testing.T) {
 		want       int
 		wantStderr string
 	}{
-		{[]string{"version"}, cli.ExitOK, ""},
-		{[]string{"--help"}, cli.ExitOK, ""},
-		{[]string{}, cli.ExitOK, ""},
-		{[]string{"nosuch"}, cli.ExitUsage, `rukh: unknown command "nosuch"`},
-		{[]string{"ext", "nosuch"}, cli.ExitUsage, `unknown command "nosuch" for "rukh ext"`},
-		{[]string{"version", "--colour"}, cli.ExitUsage, "unknown flag: --colour"},
-		{[]string{"ext", "validate"}, cli.ExitUsage, "takes exactly one release directory"},
-		{[]string{"ext", "validate", "../examples/greet"}, cli.ExitOK, ""},
-		{[]string{"ext", "validate", "../examples/nosuch"}, cli.ExitFailed, "descriptor_missing"},
-		{[]string{"ext", "validate", "../tests/testdata/broken-release"}, cli.ExitFailed, "not_eligible"},
+		{[]string{"version"}, exitcode.OK, ""},
+		{[]string{"--help"}, exitcode.OK, ""},
+		{[]string{}, exitcode.OK, ""},
+		{[]string{"nosuch"}, exitcode.Usage, `rukh: unknown command "nosuch"`},
+		{[]string{"ext", "nosuch"}, exitcode.Usage, `unknown command "nosuch" for "rukh ext"`},
+		{[]string{"version", "--colour"}, exitcode.Usage, "unknown flag: --colour"},
+		{[]string{"ext", "validate"}, exitcode.Usage, "takes exactly one release directory"},
+		{[]string{"ext", "validate", "../examples/greet"}, exitcode.OK, ""},
+		{[]string{"ext", "validate", "../examples/nosuch"}, exitcode.Failed, "descriptor_missing"},
+		{[]string{"ext", "validate", "../tests/testdata/broken-release"}, exitcode.Failed, "not_eligible"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -125,8 +126,8 @@ func TestFutureStore(t *testing.T) {
 	var errOut bytes.Buffer
 	ios.ErrOut = &errOut
 	got := app.Run(context.Background(), app.Rukh, []string{"profile", "show"}, ios, environ("RUKH_HOME", home))
-	if got != cli.ExitTempFail {
-		t.Errorf("exit status %d, want %d", got, cli.ExitTempFail)
+	if got != exitcode.TempFail {
+		t.Errorf("exit status %d, want %d", got, exitcode.TempFail)
 	}
 	if want := fmt.Sprintf("has schema version %d; this build supports up to %d; upgrade rukh", store.SchemaVersion+1, store.SchemaVersion); !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr %q does not say %q", &errOut, want)
@@ -144,8 +145,8 @@ func TestLockedStore(t *testing.T) {
 	var errOut bytes.Buffer
 	ios := cli.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut}
 	got := app.Run(context.Background(), app.Rukh, []string{"profile", "apply", "-f", "testdata/profile.json"}, ios, environ("RUKH_HOME", home))
-	if got != cli.ExitTempFail {
-		t.Errorf("exit status %d, want %d", got, cli.ExitTempFail)
+	if got != exitcode.TempFail {
+		t.Errorf("exit status %d, want %d", got, exitcode.TempFail)
 	}
 	if !strings.Contains(errOut.String(), "locked by another process") {
 		t.Errorf("stderr %q does not explain the lock", &errOut)
@@ -182,8 +183,8 @@ func TestEmbedderNameInMessages(t *testing.T) {
 	}
 	defer s.Close()
 	got, stderr = run("profile", "show")
-	if want := "most likely acmed or another acme command; run `acme daemon status`, or retry"; got != cli.ExitTempFail || !strings.Contains(stderr, want) {
-		t.Errorf("locked store: exit %d, stderr %q; want %d saying %q", got, stderr, cli.ExitTempFail, want)
+	if want := "most likely acmed or another acme command; run `acme daemon status`, or retry"; got != exitcode.TempFail || !strings.Contains(stderr, want) {
+		t.Errorf("locked store: exit %d, stderr %q; want %d saying %q", got, stderr, exitcode.TempFail, want)
 	}
 	if rest := strings.ReplaceAll(stderr, home, "HOME"); strings.Contains(rest, "rukh") {
 		t.Errorf("stderr names rukh outside the home's path: %q", rest)

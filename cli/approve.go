@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,19 +52,19 @@ terminal can give one.`,
 				return &UsageError{Err: errors.New("--all and --json go with --list")}
 			}
 			if id := envpolicy.Lookup(f.Env)(extproto.EnvInvocationID); id != "" {
-				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
+				return &ExitError{Status: exitcode.Denied, Err: fmt.Errorf(
 					"approve cannot run inside a command that %s runs (invocation %s): approvals come from the owner at a terminal", f.Name, id)}
 			}
 			if host, err := hostAncestor(f); err != nil {
-				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
+				return &ExitError{Status: exitcode.Denied, Err: fmt.Errorf(
 					"approve cannot tell that it runs below no command %s runs (%v), so it approves nothing; run `%s approve %s` yourself at a terminal", f.Name, err, f.Name, args[0])}
 			} else if host != 0 {
-				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
+				return &ExitError{Status: exitcode.Denied, Err: fmt.Errorf(
 					"approve cannot run below %s (pid %d), which runs extension commands: approvals come from the owner at a terminal, not from a command", f.Name, host)}
 			}
 			tty, ok := f.IO.In.(*os.File)
 			if !ok || !isTerminal(tty) {
-				return &ExitError{Status: ExitDenied, Err: fmt.Errorf(
+				return &ExitError{Status: exitcode.Denied, Err: fmt.Errorf(
 					"approve asks the owner on a terminal, and its standard input is not one; run `%s approve %s` yourself at a terminal", f.Name, args[0])}
 			}
 			a, err := h.Approval(cmd.Context(), args[0])
@@ -80,10 +81,10 @@ terminal can give one.`,
 			fmt.Fprint(tty, "Approve this call once? Type yes to approve: ")
 			answer, err := bufio.NewReaderSize(io.LimitReader(tty, 256), 256).ReadString('\n')
 			if err != nil && answer == "" {
-				return &ExitError{Status: ExitFailed, Err: fmt.Errorf("no answer (%v); nothing was approved", err)}
+				return &ExitError{Status: exitcode.Failed, Err: fmt.Errorf("no answer (%v); nothing was approved", err)}
 			}
 			if strings.TrimSpace(strings.ToLower(answer)) != "yes" {
-				return &ExitError{Status: ExitFailed, Err: errors.New("not approved")}
+				return &ExitError{Status: exitcode.Failed, Err: errors.New("not approved")}
 			}
 			a, err = h.Approve(cmd.Context(), a.ID)
 			if err != nil {
@@ -104,7 +105,7 @@ terminal can give one.`,
 func approvalExit(err error) error {
 	var ae *store.ApprovalError
 	if errors.As(err, &ae) {
-		return &ExitError{Status: ExitFailed, Err: err}
+		return &ExitError{Status: exitcode.Failed, Err: err}
 	}
 	return err
 }

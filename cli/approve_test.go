@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"os"
 	"strings"
@@ -58,7 +59,7 @@ func TestApproveReadsEnvAsGetenv(t *testing.T) {
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
 		err := cmd.Execute()
 		var ee *ExitError
-		inside := errors.As(err, &ee) && ee.Status == ExitDenied && strings.Contains(err.Error(), "inside a command")
+		inside := errors.As(err, &ee) && ee.Status == exitcode.Denied && strings.Contains(err.Error(), "inside a command")
 		if inside != tc.refused {
 			t.Errorf("env %q: %v; refused as inside a command %v, want %v", tc.env, err, inside, tc.refused)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"os"
 	"os/exec"
@@ -140,7 +141,7 @@ starts it on first use (see the README).`,
 func (f *Factory) dialer() (*thin.Dialer, error) {
 	p, err := f.Paths()
 	if err != nil {
-		return nil, &ExitError{Status: ExitUsage, Err: err}
+		return nil, &ExitError{Status: exitcode.Usage, Err: err}
 	}
 	return &thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, nil
 }
@@ -148,9 +149,9 @@ func (f *Factory) dialer() (*thin.Dialer, error) {
 // daemonError turns a failure to reach the daemon into an exit status.
 func daemonError(d *thin.Dialer, err error) error {
 	if errors.Is(err, thin.ErrNoDaemon) {
-		return &ExitError{Status: ExitUnavailable, Err: fmt.Errorf("%sd is not running (no daemon answers at %s); `%s daemon start` starts it", d.Name, d.Socket, d.Name)}
+		return &ExitError{Status: exitcode.Unavailable, Err: fmt.Errorf("%sd is not running (no daemon answers at %s); `%s daemon start` starts it", d.Name, d.Socket, d.Name)}
 	}
-	return &ExitError{Status: ExitTempFail, Err: err}
+	return &ExitError{Status: exitcode.TempFail, Err: err}
 }
 
 func daemonStatus(ctx context.Context, d *thin.Dialer) (*wire.DaemonStatus, error) {
@@ -159,7 +160,7 @@ func daemonStatus(ctx context.Context, d *thin.Dialer) (*wire.DaemonStatus, erro
 		return nil, daemonError(d, err)
 	}
 	if m.Daemon == nil {
-		return nil, &ExitError{Status: ExitTempFail, Err: errors.New("the daemon answered status with something else")}
+		return nil, &ExitError{Status: exitcode.TempFail, Err: errors.New("the daemon answered status with something else")}
 	}
 	return m.Daemon, nil
 }
@@ -171,11 +172,11 @@ func daemonStart(ctx context.Context, f *Factory) error {
 	}
 	if st, err := daemonStatus(ctx, d); err == nil {
 		if st.Draining {
-			return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd (pid %d) is draining: it exits once its %d running invocations end, and calls run in-process meanwhile; start one then",
+			return &ExitError{Status: exitcode.TempFail, Err: fmt.Errorf("%sd (pid %d) is draining: it exits once its %d running invocations end, and calls run in-process meanwhile; start one then",
 				f.Name, st.PID, st.InFlight)}
 		}
 		if st.Build != d.Build {
-			return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd is already running (pid %d) but is build %s, not this %s's %s; `%s daemon restart` replaces it",
+			return &ExitError{Status: exitcode.TempFail, Err: fmt.Errorf("%sd is already running (pid %d) but is build %s, not this %s's %s; `%s daemon restart` replaces it",
 				f.Name, st.PID, st.Build, f.Name, d.Build, f.Name)}
 		}
 		fmt.Fprintf(f.IO.ErrOut, "%sd is already running (pid %d)\n", f.Name, st.PID)
@@ -183,12 +184,12 @@ func daemonStart(ctx context.Context, f *Factory) error {
 	}
 	bin, err := thin.CoreBinary(f.Name)
 	if err != nil {
-		return &ExitError{Status: ExitUnavailable, Err: err}
+		return &ExitError{Status: exitcode.Unavailable, Err: err}
 	}
 	p, _ := f.Paths()
 	logPath, logf, err := daemonLog(p, f.Name)
 	if err != nil {
-		return &ExitError{Status: ExitTempFail, Err: err}
+		return &ExitError{Status: exitcode.TempFail, Err: err}
 	}
 	defer logf.Close()
 	logStart, _ := logf.Seek(0, io.SeekEnd) // where this start's lines begin
@@ -201,7 +202,7 @@ func daemonStart(ctx context.Context, f *Factory) error {
 		Stdin: devnull, Stdout: logf, Stderr: logf,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}} // outlives this terminal
 	if err := c.Start(); err != nil {
-		return &ExitError{Status: ExitUnavailable, Err: fmt.Errorf("start %s: %w", bin, err)}
+		return &ExitError{Status: exitcode.Unavailable, Err: fmt.Errorf("start %s: %w", bin, err)}
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- c.Wait() }()
@@ -209,9 +210,9 @@ func daemonStart(ctx context.Context, f *Factory) error {
 		select {
 		case err := <-exited:
 			if why := lastLine(logPath, logStart); why != "" {
-				return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd exited at once (%v): %s", f.Name, err, why)}
+				return &ExitError{Status: exitcode.TempFail, Err: fmt.Errorf("%sd exited at once (%v): %s", f.Name, err, why)}
 			}
-			return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd exited at once (%v); see %s", f.Name, err, logPath)}
+			return &ExitError{Status: exitcode.TempFail, Err: fmt.Errorf("%sd exited at once (%v); see %s", f.Name, err, logPath)}
 		default:
 		}
 		if st, err := daemonStatus(ctx, d); err == nil {
@@ -219,7 +220,7 @@ func daemonStart(ctx context.Context, f *Factory) error {
 			return nil
 		}
 	}
-	return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd did not answer within %s; see %s", f.Name, daemonStartWait, logPath)}
+	return &ExitError{Status: exitcode.TempFail, Err: fmt.Errorf("%sd did not answer within %s; see %s", f.Name, daemonStartWait, logPath)}
 }
 
 // lastLine is the last line the daemon wrote to its log at path after
@@ -282,7 +283,7 @@ func daemonStop(ctx context.Context, f *Factory) error {
 		return daemonError(d, err)
 	}
 	if st.Daemon == nil {
-		return &ExitError{Status: ExitTempFail, Err: errors.New("the daemon answered status with something else")}
+		return &ExitError{Status: exitcode.TempFail, Err: errors.New("the daemon answered status with something else")}
 	}
 	pid := st.Daemon.PID
 	if _, err := d.Manage(ctx, &wire.Msg{Stop: &wire.Stop{}}); err != nil {
@@ -308,7 +309,7 @@ func daemonStop(ctx context.Context, f *Factory) error {
 			return nil
 		}
 	}
-	return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd (pid %d) is still running %s after it was asked to stop", f.Name, pid, daemonStopWait)}
+	return &ExitError{Status: exitcode.TempFail, Err: fmt.Errorf("%sd (pid %d) is still running %s after it was asked to stop", f.Name, pid, daemonStopWait)}
 }
 
 // running reports whether process pid runs. A zombie does not: it has

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"path/filepath"
 
@@ -40,7 +41,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := f.Paths()
 			if err != nil {
-				return &ExitError{Status: ExitUsage, Err: err}
+				return &ExitError{Status: exitcode.Usage, Err: err}
 			}
 			if newStore {
 				return startNewStore(f, p.Store())
@@ -84,12 +85,11 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				rep.StoreOK, rep.Revision = true, rev
 			}
 			rep.Pending = invoke.PendingOutcomes(p.Data)
-			if f.NewHost != nil {
-				if d, err := f.dialer(); err == nil {
-					if st, err := daemonStatus(cmd.Context(), d); err == nil {
-						rep.StoreWriteError = st.StoreWriteError
-					}
-				}
+			// The host that runs this doctor says what writing the store
+			// met: rukhd's, when it runs there (asking it over its own
+			// socket would fail when it is busy or draining).
+			if _, err := h.StoreWriteFailure(); err != nil {
+				rep.StoreWriteError = err.Error()
 			}
 			if asJSON {
 				if err := writeJSON(f.IO.Out, rep); err != nil {
@@ -118,10 +118,10 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				}
 			}
 			if !rep.StoreOK {
-				return &ExitError{Status: ExitTempFail, Err: errors.New(rep.StoreError), Reported: true}
+				return &ExitError{Status: exitcode.TempFail, Err: errors.New(rep.StoreError), Reported: true}
 			}
 			if rep.StoreWriteError != "" {
-				return &ExitError{Status: ExitTempFail, Err: errors.New(rep.StoreWriteError), Reported: true}
+				return &ExitError{Status: exitcode.TempFail, Err: errors.New(rep.StoreWriteError), Reported: true}
 			}
 			return nil
 		},
@@ -158,10 +158,10 @@ func checkStore(ctx context.Context, h *local.Host) (uint64, error) {
 // and a daemon that runs holds the store's lock, so it is refused then.
 func startNewStore(f *Factory, path string) error {
 	if f.NewHost != nil {
-		return &ExitError{Status: ExitTempFail, Err: fmt.Errorf("%sd is running and holds the store; run `%s daemon stop` first, then `%s doctor --new-store`", f.Name, f.Name, f.Name)}
+		return &ExitError{Status: exitcode.TempFail, Err: fmt.Errorf("%sd is running and holds the store; run `%s daemon stop` first, then `%s doctor --new-store`", f.Name, f.Name, f.Name)}
 	}
 	if _, err := os.Lstat(path); err == nil {
-		return &ExitError{Status: ExitUsage, Err: fmt.Errorf("there is already something at %s; a new store is started only where there is none: move it aside first", path)}
+		return &ExitError{Status: exitcode.Usage, Err: fmt.Errorf("there is already something at %s; a new store is started only where there is none: move it aside first", path)}
 	}
 	h, err := f.Host()
 	if err != nil {

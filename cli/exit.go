@@ -10,49 +10,35 @@ import (
 	"github.com/rukh-cli/rukh/store"
 )
 
-// Exit statuses: the one table is package exitcode; README.md documents it.
-const (
-	ExitOK          = exitcode.OK
-	ExitFailed      = exitcode.Failed
-	ExitUsage       = exitcode.Usage
-	ExitUnavailable = exitcode.Unavailable
-	ExitSoftware    = exitcode.Software
-	ExitTempFail    = exitcode.TempFail
-	ExitDenied      = exitcode.Denied
-	ExitDeadline    = exitcode.Deadline
-	ExitInterrupted = exitcode.Interrupted
-	ExitBrokenPipe  = exitcode.BrokenPipe
-)
-
 // OutcomeStatus maps an invocation's outcome to the exit status
 // (docs/reference.md §1): the one place the CLI decides it.
 func OutcomeStatus(o *invoke.Outcome) int {
 	switch o.Outcome {
 	case invoke.Succeeded:
-		return ExitOK
+		return exitcode.OK
 	case invoke.CommandFailed:
 		if o.ExitStatus > 0 && o.ExitStatus < 256 {
 			return o.ExitStatus
 		}
-		return ExitFailed
+		return exitcode.Failed
 	case invoke.Rejected:
 		switch o.Reason {
 		case invoke.ReasonInvalidInput:
-			return ExitUsage
+			return exitcode.Usage
 		case invoke.ReasonDenied, invoke.ReasonApprovalRequired:
-			return ExitDenied
+			return exitcode.Denied
 		case invoke.ReasonBusy, invoke.ReasonStoreUnavailable:
-			return ExitTempFail
+			return exitcode.TempFail
 		default: // unsupported, interaction_required
-			return ExitUnavailable
+			return exitcode.Unavailable
 		}
 	case invoke.Cancelled:
 		if o.Reason == invoke.ReasonDeadline {
-			return ExitDeadline
+			return exitcode.Deadline
 		}
-		return ExitInterrupted
+		return exitcode.Interrupted
 	}
-	return ExitSoftware // execution_failed
+	return exitcode.Software // execution_failed
 }
 
 // ExitError carries an exit status out of a command. When Reported is
@@ -107,26 +93,31 @@ func exitStatus(err error) int {
 	var corrupt *store.CorruptError
 	var replaced *store.ReplacedError
 	var missing *store.MissingError
+	var unavailable *store.UnavailableError
 	switch {
 	case err == nil:
-		return ExitOK
+		return exitcode.OK
 	case errors.As(err, &ee):
 		return ee.Status
 	case errors.As(err, &ue):
-		return ExitUsage
+		return exitcode.Usage
 	case errors.As(err, &locked), errors.As(err, &future), errors.As(err, &corrupt):
-		return ExitTempFail
+		return exitcode.TempFail
+	case errors.As(err, &unavailable):
+		// The store's file is there but cannot be opened (its mode, the
+		// disk): the host's condition.
+		return exitcode.TempFail
 	case errors.As(err, &replaced), errors.As(err, &missing):
 		// The store file was removed or replaced under its holder, or is
 		// missing where a store was: the owner puts it back.
-		return ExitTempFail
+		return exitcode.TempFail
 	case store.DiskError(err):
 		// The disk is full or failing: the store (or a release's copy)
 		// could not be written. It is the host's condition, not the
 		// command's: the same command works once it passes.
-		return ExitTempFail
+		return exitcode.TempFail
 	case errors.Is(err, context.Canceled):
-		return ExitInterrupted
+		return exitcode.Interrupted
 	}
-	return ExitFailed
+	return exitcode.Failed
 }

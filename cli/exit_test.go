@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"strings"
 	"syscall"
@@ -42,17 +43,19 @@ func TestExitStatus(t *testing.T) {
 		err  error
 		want int
 	}{
-		{nil, ExitOK},
-		{&UsageError{errors.New("x")}, ExitUsage},
-		{&ExitError{Status: ExitDenied, Err: errors.New("x")}, ExitDenied},
-		{fmt.Errorf("open: %w", &store.LockedError{Path: "/s"}), ExitTempFail},
-		{fmt.Errorf("apply: %w", &store.CorruptError{Path: "/s", Err: errors.New("x")}), ExitTempFail},
-		{&store.FutureError{Path: "/s", Found: 9, Supported: 1}, ExitTempFail},
-		{fmt.Errorf("trust add: %w", &os.PathError{Op: "write", Path: "/s", Err: syscall.ENOSPC}), ExitTempFail},
-		{fmt.Errorf("commit: %w", syscall.EDQUOT), ExitTempFail},
-		{fmt.Errorf("commit: %w", syscall.EIO), ExitTempFail},
-		{context.Canceled, ExitInterrupted},
-		{errors.New("an invalid profile"), ExitFailed},
+		{nil, exitcode.OK},
+		{&UsageError{errors.New("x")}, exitcode.Usage},
+		{&ExitError{Status: exitcode.Denied, Err: errors.New("x")}, exitcode.Denied},
+		{fmt.Errorf("open: %w", &store.LockedError{Path: "/s"}), exitcode.TempFail},
+		{fmt.Errorf("apply: %w", &store.CorruptError{Path: "/s", Err: errors.New("x")}), exitcode.TempFail},
+		{&store.FutureError{Path: "/s", Found: 9, Supported: 1}, exitcode.TempFail},
+		{fmt.Errorf("trust add: %w", &os.PathError{Op: "write", Path: "/s", Err: syscall.ENOSPC}), exitcode.TempFail},
+		{fmt.Errorf("commit: %w", syscall.EDQUOT), exitcode.TempFail},
+		{fmt.Errorf("commit: %w", syscall.EIO), exitcode.TempFail},
+		// chmod 000 store.db: was 1 (issue 26, item 5).
+		{fmt.Errorf("resolve: %w", &store.UnavailableError{Path: "/s", Err: &os.PathError{Op: "open", Path: "/s", Err: syscall.EACCES}}), exitcode.TempFail},
+		{context.Canceled, exitcode.Interrupted},
+		{errors.New("an invalid profile"), exitcode.Failed},
 	} {
 		if got := exitStatus(tc.err); got != tc.want {
 			t.Errorf("exitStatus(%v) = %d, want %d", tc.err, got, tc.want)

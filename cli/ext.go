@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -124,7 +125,7 @@ func validateRun(opts *ValidateOptions) error {
 		tw.Flush()
 	}
 	if !rep.Valid {
-		return &ExitError{Status: ExitFailed, Err: errs, Reported: true}
+		return &ExitError{Status: exitcode.Failed, Err: errs, Reported: true}
 	}
 	return nil
 }

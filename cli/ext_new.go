@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,12 +49,12 @@ valid as written: validate it, pin it, run it.`,
 			}
 			dir := f.Abs(name)
 			if _, err := os.Lstat(dir); err == nil {
-				return &ExitError{Status: ExitFailed, Err: fmt.Errorf("%s already exists; choose another name or remove it", name)}
+				return &ExitError{Status: exitcode.Failed, Err: fmt.Errorf("%s already exists; choose another name or remove it", name)}
 			} else if !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 			if err := writeScaffold(filepath.Dir(dir), name, files); err != nil {
-				return &ExitError{Status: ExitFailed, Err: err}
+				return &ExitError{Status: exitcode.Failed, Err: err}
 			}
 			pin := ""
 			if lang != "go" { // a Go release holds its program once it is built

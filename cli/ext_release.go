@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,7 +85,7 @@ func reportDescriptorErrors(f *Factory, what string, err error) error {
 	for _, e := range errs {
 		fmt.Fprintf(f.IO.ErrOut, "  %s\n", e)
 	}
-	return &ExitError{Status: ExitFailed, Err: err, Reported: true}
+	return &ExitError{Status: exitcode.Failed, Err: err, Reported: true}
 }
 
 func newExtInstallCmd(f *Factory) *cobra.Command {

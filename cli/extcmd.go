@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"slices"
 	"strings"
@@ -367,7 +368,7 @@ func report(f *Factory, out *invoke.Outcome, err error, compact bool, cmdPath st
 		}
 	}
 	status := OutcomeStatus(out)
-	if status != ExitOK && out.Message != "" {
+	if status != exitcode.OK && out.Message != "" {
 		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, safeLines(out.Message))
 		if out.Reason == invoke.ReasonInvalidInput {
 			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmdPath)
@@ -384,10 +385,10 @@ func report(f *Factory, out *invoke.Outcome, err error, compact bool, cmdPath st
 		fmt.Fprintf(f.IO.ErrOut, "%s: %v\n", f.Name, err)
 	}
 	sayDiskHint(f, err)
-	if err != nil && unrecorded == nil && status == ExitOK {
-		status = ExitTempFail
+	if err != nil && unrecorded == nil && status == exitcode.OK {
+		status = exitcode.TempFail
 	}
-	if status == ExitOK {
+	if status == exitcode.OK {
 		return nil
 	}
 	return &ExitError{Status: status, Err: out, Reported: true}

@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"path/filepath"
 
@@ -78,10 +79,10 @@ func (f *Factory) Host() (*local.Host, error) {
 	}
 	p, err := f.Paths()
 	if err != nil {
-		return nil, &ExitError{Status: ExitUsage, Err: err}
+		return nil, &ExitError{Status: exitcode.Usage, Err: err}
 	}
 	if err := paths.Secure(p.Data); err != nil {
-		return nil, &ExitError{Status: ExitTempFail, Err: err}
+		return nil, &ExitError{Status: exitcode.TempFail, Err: err}
 	}
 	h := local.New(p.Data)
 	h.Hide(p.Data, p.Config, p.Runtime)
@@ -111,10 +112,10 @@ func (f *Factory) ToolHost() (seam.ToolHost, error) {
 	}
 	p, err := f.Paths()
 	if err != nil {
-		return nil, &ExitError{Status: ExitUsage, Err: err}
+		return nil, &ExitError{Status: exitcode.Usage, Err: err}
 	}
 	if err := paths.Secure(p.Data); err != nil {
-		return nil, &ExitError{Status: ExitTempFail, Err: err}
+		return nil, &ExitError{Status: exitcode.TempFail, Err: err}
 	}
 	h := local.New(p.Data)
 	h.Hide(p.Data, p.Config, p.Runtime)

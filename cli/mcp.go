@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"log/slog"
 	"os"
@@ -106,7 +107,7 @@ caller to a task. An address that is not loopback needs --tls-cert and
 // there is no error to print.
 func stopped(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return &ExitError{Status: ExitInterrupted, Err: err, Reported: true}
+		return &ExitError{Status: exitcode.Interrupted, Err: err, Reported: true}
 	}
 	return err
 }

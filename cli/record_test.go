@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,7 @@ func TestUnrecordedOutcome(t *testing.T) {
 				return fmt.Sprintf("rukh: invocation %s: the outcome succeeded could not be recorded (%v), nor saved aside (%v); its record will show execution_failed/host_lost\n",
 					id, &store.LockedError{Path: filepath.Join(data, "store.db")}, pendingErr)
 			}, "execution_failed/host_lost"},
-		{"admission refused", "admission", false, cli.ExitTempFail, "",
+		{"admission refused", "admission", false, exitcode.TempFail, "",
 			func(_, data string, _ error) string {
 				return fmt.Sprintf("rukh: %v\n", &store.LockedError{Path: filepath.Join(data, "store.db")})
 			}, ""},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/thin"
 	"strconv"
 	"strings"
@@ -26,13 +27,13 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 		failed, err = root.ExecuteContextC(ctx)
 	}
 	if err == nil {
-		return ExitOK
+		return exitcode.OK
 	}
 	var te *thin.Error
 	if errors.Is(err, syscall.EPIPE) && !errors.As(err, &te) { // not the daemon's connection
 		// The reader went away (`rukh … | head`): end quietly, as a
 		// process killed by SIGPIPE would.
-		return ExitBrokenPipe
+		return exitcode.BrokenPipe
 	}
 	var ee *ExitError
 	if !errors.As(err, &ee) || !ee.Reported {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,7 +36,7 @@ read it from the output), %d when the timeout passed with some still
 running (waiting again is safe), %d when some cannot be observed (unknown)
 or their host is gone without an outcome (stopped) and none is running,
 %d for bad input (no ids, too many, an id given twice, a timeout out of
-bounds).`, invoke.MaxWaitIDs, invoke.MaxWaitTimeout, ExitDeadline, ExitFailed, ExitUsage),
+bounds).`, invoke.MaxWaitIDs, invoke.MaxWaitTimeout, exitcode.Deadline, exitcode.Failed, exitcode.Usage),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return &UsageError{errors.New("invocations wait takes one or more invocation ids")}
@@ -71,9 +72,9 @@ bounds).`, invoke.MaxWaitIDs, invoke.MaxWaitTimeout, ExitDeadline, ExitFailed, E
 					fmt.Fprintf(f.IO.ErrOut, "%s: %d still running when the wait of %s ended; waiting again is safe\n",
 						f.Name, len(res.Pending), time.Duration(res.TimeoutMs)*time.Millisecond)
 				}
-				return &ExitError{Status: ExitDeadline, Err: errors.New("the wait timed out"), Reported: true}
+				return &ExitError{Status: exitcode.Deadline, Err: errors.New("the wait timed out"), Reported: true}
 			}
-			return &ExitError{Status: ExitFailed, Err: errors.New("some invocations cannot be observed to end"), Reported: true}
+			return &ExitError{Status: exitcode.Failed, Err: errors.New("some invocations cannot be observed to end"), Reported: true}
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", DefaultWaitTimeout, fmt.Sprintf("wait at most this long (0: look once; at most %s)", invoke.MaxWaitTimeout))

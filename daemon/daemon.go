@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rukh-cli/rukh/envpolicy"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/invoke"
 	"golang.org/x/time/rate"
 	"io"
@@ -573,7 +574,7 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 			// be told, so nothing is served — `approve` least of all.
 			s.warnf("refused a command line: the process that connected has exited", "pid", pr.pid)
 			fmt.Fprintf(files[2], "%s: the process that connected to %sd (pid %d) has exited; a command line is served only to the live process that connected\n", s.Name, s.Name, pr.pid)
-			reply(&wire.Msg{Exit: &wire.Exit{Status: cli.ExitDenied}})
+			reply(&wire.Msg{Exit: &wire.Exit{Status: exitcode.Denied}})
 			return
 		}
 		sp := newClientSpawner(c, pr, s.warnf)
@@ -674,11 +675,12 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp in
 	if p, err := paths.Resolve(s.Name, lookupEnv(e.Env)); err != nil || !sameDirs(p, s.Paths) {
 		fmt.Fprintf(files[2], "%s: %sd (pid %d) serves %s, but this %s's environment names %s; start %sd with the same %s or XDG_* variables, or run `%s daemon stop`\n",
 			s.Name, s.Name, os.Getpid(), dirs(s.Paths, nil), s.Name, dirs(p, err), s.Name, paths.HomeEnv(s.Name), s.Name)
-		return cli.ExitTempFail
+		return exitcode.TempFail
 	}
+	out, errOut := &pipeWatch{w: files[1]}, &pipeWatch{w: files[2]}
 	f := &cli.Factory{
 		Name:         s.Name,
-		IO:           cli.IOStreams{In: files[0], Out: files[1], ErrOut: files[2]},
+		IO:           cli.IOStreams{In: files[0], Out: out, ErrOut: errOut},
 		HomeEnv:      paths.HomeEnv(s.Name),
 		Paths:        func() (paths.Paths, error) { return s.Paths, nil },
 		Dir:          e.Dir,
@@ -690,7 +692,29 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp in
 		CallerAlive:  caller.alive,
 		HostNote:     fmt.Sprintf("daemon: %sd pid %d at %s", s.Name, os.Getpid(), s.Paths.Socket(s.Name)),
 	}
-	return cli.Execute(ctx, f, e.Args)
+	status := cli.Execute(ctx, f, e.Args)
+	if out.broken.Load() || errOut.broken.Load() {
+		// In-process, the write would have killed the CLI with SIGPIPE;
+		// the client ends so (thin.Forward).
+		return exitcode.BrokenPipe
+	}
+	return status
+}
+
+// pipeWatch is a client's stream as the daemon writes to it: it notes a
+// write that failed because its reader went away (EPIPE), which the
+// daemon, unlike the CLI in-process, survives.
+type pipeWatch struct {
+	w      io.Writer
+	broken atomic.Bool
+}
+
+func (p *pipeWatch) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.broken.Store(true)
+	}
+	return n, err
 }
 
 // sameDirs reports whether a and b name the same directories, however

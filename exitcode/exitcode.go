@@ -12,6 +12,6 @@ const (
 	TempFail    = 75  // host or store unavailable
 	Denied      = 77  // denied
 	Deadline    = 124 // deadline expired
-	Interrupted = 130 // interrupted (Ctrl-C, SIGTERM)
+	Interrupted = 130 // interrupted (Ctrl-C, SIGTERM, a hang-up)
 	BrokenPipe  = 141 // stdout's reader went away (128 + SIGPIPE)
 )

@@ -200,41 +200,65 @@ func (l *Host) Invoke(ctx context.Context, t *invoke.Target, req *invoke.Request
 
 // Install, Remove, Activate, Deactivate, TrustAdd, TrustRemove and
 // ApplyProfile are the owner's changes, each one new profile revision.
-func (l *Host) Install(_ context.Context, src, pin string, opts admin.InstallOptions) (*admin.InstallResult, error) {
-	return l.admin.Install(src, pin, opts)
+//
+// Each honours ctx: one stopped before it starts changes nothing, and an
+// install stopped while it copies or verifies stops before it commits.
+func (l *Host) Install(ctx context.Context, src, pin string, opts admin.InstallOptions) (*admin.InstallResult, error) {
+	return l.admin.InstallContext(ctx, src, pin, opts)
 }
 
-func (l *Host) Remove(_ context.Context, ref string) (*admin.Result, error) {
+func (l *Host) Remove(ctx context.Context, ref string) (*admin.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	res, _, err := l.admin.Remove(ref)
 	return res, err
 }
 
 // ForgetPublisher releases a package name from its publisher, removing
 // its last release too (admin.ForgetPublisher).
-func (l *Host) ForgetPublisher(_ context.Context, pkg string) (*admin.ForgetResult, error) {
+func (l *Host) ForgetPublisher(ctx context.Context, pkg string) (*admin.ForgetResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return l.admin.ForgetPublisher(pkg)
 }
 
-func (l *Host) Activate(_ context.Context, ref string) (*admin.Result, error) {
+func (l *Host) Activate(ctx context.Context, ref string) (*admin.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return l.admin.Activate(ref)
 }
 
-func (l *Host) Deactivate(_ context.Context, pkg string) (*admin.Result, error) {
+func (l *Host) Deactivate(ctx context.Context, pkg string) (*admin.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return l.admin.Deactivate(pkg)
 }
 
-func (l *Host) TrustAdd(_ context.Context, publisher, pubKeyFile string) (*admin.Result, string, error) {
+func (l *Host) TrustAdd(ctx context.Context, publisher, pubKeyFile string) (*admin.Result, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
 	return l.admin.TrustAdd(publisher, pubKeyFile)
 }
 
-func (l *Host) TrustRemove(_ context.Context, publisher string) (*admin.Result, error) {
+func (l *Host) TrustRemove(ctx context.Context, publisher string) (*admin.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return l.admin.TrustRemove(publisher)
 }
 
 // TrustedKeys are the publisher keys the owner trusts.
 func (l *Host) TrustedKeys(context.Context) ([]*store.Key, error) { return l.admin.TrustedKeys() }
 
-func (l *Host) ApplyProfile(_ context.Context, data []byte) (*admin.Result, []profile.Change, error) {
+func (l *Host) ApplyProfile(ctx context.Context, data []byte) (*admin.Result, []profile.Change, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	return l.admin.ApplyProfile(data)
 }
 
@@ -261,6 +285,9 @@ func (l *Host) Approval(_ context.Context, id string) (*store.Approval, error) {
 	return l.core.Approval(id)
 }
 
-func (l *Host) Approve(_ context.Context, id string) (*store.Approval, error) {
+func (l *Host) Approve(ctx context.Context, id string) (*store.Approval, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return l.core.Approve(id)
 }

@@ -58,12 +58,23 @@ func fromBolt(r any) bool {
 	}
 }
 
-// panicError describes a recovered panic.
-func panicError(r any) error {
-	if err, ok := r.(error); ok {
-		return fmt.Errorf("bbolt failed reading it: %w", err)
+// panicError describes a panic recovered from bbolt reading the file at
+// path by what a full check of the file finds there: the runtime's words
+// ("index out of range", "nil pointer dereference") tell the owner
+// nothing. A check that finds nothing (bbolt tripped on what the check
+// does not look at) says where the reading stopped, as bbolt's panic
+// says.
+func panicError(path string, r any) error {
+	if f, err := os.Open(path); err == nil {
+		defer f.Close()
+		if err := checkFile(f, true, true); err != nil {
+			return err
+		}
 	}
-	return fmt.Errorf("bbolt failed reading it: %v", r)
+	if msg, ok := r.(string); ok {
+		return fmt.Errorf("bbolt could not read it: %s", msg) // bbolt's own words: "page 7 already freed"
+	}
+	return errors.New("bbolt could not follow its pages, though a check of them finds nothing wrong")
 }
 
 // openBolt is bolt.Open for the store at path, with the damage bbolt
@@ -77,7 +88,7 @@ func openBolt(path string, opts *bolt.Options) (db *bolt.DB, id fileID, err erro
 			if !fromBolt(r) {
 				panic(r)
 			}
-			db, err = nil, damaged(path, panicError(r))
+			db, err = nil, damaged(path, panicError(path, r))
 		}
 	}()
 	db, err = bolt.Open(path, 0o600, opts)
@@ -147,7 +158,7 @@ func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
 		if !fromBolt(r) {
 			panic(r)
 		}
-		err = damaged(s.path, panicError(r))
+		err = damaged(s.path, panicError(s.path, r))
 	}()
 	if writable {
 		// Nothing is written to a file that is no longer the store
@@ -191,7 +202,7 @@ func rollback(btx *bolt.Tx) (ok bool) {
 func (s *Store) wedge(r any) {
 	cause := errors.New("bbolt could not end a transaction on it")
 	if r != nil {
-		cause = fmt.Errorf("%w after: %w", cause, panicError(r))
+		cause = fmt.Errorf("%w after: %w", cause, panicError(s.path, r))
 	}
 	s.wedged.CompareAndSwap(nil, damaged(s.path, cause))
 }
@@ -218,7 +229,7 @@ func (s *Store) closeBolt() (err error) {
 			if !fromBolt(r) {
 				panic(r)
 			}
-			err = damaged(s.path, panicError(r))
+			err = damaged(s.path, panicError(s.path, r))
 		}
 	}()
 	return s.db.Close()

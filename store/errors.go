@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"syscall"
 
@@ -56,6 +57,29 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("the profile changed while this change was prepared (it was built on revision %d, the active revision is now %d); retry", e.Parent, e.Active)
 }
 
+// UnavailableError is returned by Open when a file of the store exists
+// but cannot be opened: its mode or owner keeps its owner out, the disk
+// fails. It is the host's condition, not the command's (the CLI exits
+// 75, an agent sees store_unavailable), and nothing was changed.
+type UnavailableError struct {
+	Path string
+	Err  error
+}
+
+func (e *UnavailableError) Error() string {
+	hint := "check the disk"
+	if errors.Is(e.Err, fs.ErrPermission) {
+		hint = "it must be readable and writable by its owner (mode 0600): see ls -l, then chmod or chown it"
+	}
+	cause := e.Err
+	if pe := (*fs.PathError)(nil); errors.As(cause, &pe) {
+		cause = pe.Err // the path is said already
+	}
+	return fmt.Sprintf("the store at %s cannot be opened: %v; nothing was changed; %s", e.Path, cause, hint)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
 // CorruptError reports a damaged store: a record or bucket that does not
 // have the shape this schema version writes (Bucket, Key), or damage to
 // the file itself that bbolt found, or panicked or faulted on, or that a
@@ -87,8 +111,16 @@ func (e *CorruptError) Error() string {
 		}
 		fmt.Fprintf(&b, "record %s is corrupt: ", where)
 	}
-	fmt.Fprintf(&b, "%v; %s", e.Err, Recovery())
+	fmt.Fprintf(&b, "%s; %s", damage(e.Err), Recovery())
 	return b.String()
+}
+
+// damage is err's text for a *CorruptError's message: the damage found,
+// with what nested *CorruptErrors would repeat (that the store is
+// damaged, the recovery) said once, by the outer one.
+func damage(err error) string {
+	text := strings.ReplaceAll(err.Error(), "; "+Recovery(), "")
+	return strings.ReplaceAll(text, "the store is damaged: ", "")
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }

@@ -41,7 +41,7 @@ func sidecarLock(path string, readOnly bool, timeout time.Duration) (*os.File, e
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open the store's lock file: %w", err)
+		return nil, &UnavailableError{Path: name, Err: err}
 	}
 	how := syscall.LOCK_EX
 	if readOnly {

@@ -150,7 +150,7 @@ func Open(path string, opts Options) (*Store, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no store at %s: %w", abs, err)
 		}
-		return nil, fmt.Errorf("open the store at %s: %w", abs, err)
+		return nil, &UnavailableError{Path: abs, Err: err}
 	}
 	s := &Store{db: db, lock: lock, path: abs, id: id}
 	if err := s.prepare(opts.ReadOnly, false); err != nil {
@@ -229,7 +229,7 @@ func ensureStoreFile(path string, readOnly, recreate bool) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("no store at %s: %w", path, err)
 	case err != nil:
-		return fmt.Errorf("open the store at %s: %w", path, err)
+		return &UnavailableError{Path: path, Err: err}
 	}
 	defer f.Close()
 	if err := checkFile(f, false, false); err != nil {

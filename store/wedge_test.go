@@ -26,7 +26,7 @@ func TestWedgedStore(t *testing.T) {
 	}
 	defer btx.Rollback()
 	s.wedge("page 7 already freed")
-	want := "the store at " + s.path + " is damaged: bbolt could not end a transaction on it after: bbolt failed reading it: page 7 already freed; " + Recovery()
+	want := "the store at " + s.path + " is damaged: bbolt could not end a transaction on it after: bbolt could not read it: page 7 already freed; " + Recovery()
 	for _, fn := range []func(func(*Tx) error) error{s.View, s.Update} {
 		done := make(chan error, 1)
 		go func() { done <- fn(func(*Tx) error { return nil }) }()
@@ -89,5 +89,18 @@ func TestTruncatedUnderOpenStore(t *testing.T) {
 				t.Fatal("Close of a truncated store still waits after 10 s")
 			}
 		})
+	}
+}
+
+// A damage found inside a check (a record's own *CorruptError, joined with
+// others) is said once: the outer error names the store and the recovery.
+func TestNestedDamageSaidOnce(t *testing.T) {
+	inner := errors.Join(
+		&CorruptError{Bucket: "routes", Key: "3", Err: errors.New("bad route")},
+		&CorruptError{Bucket: "revisions", Key: "2", Err: errors.New("bad profile")})
+	got := (&CorruptError{Path: "/s.db", Err: inner}).Error()
+	want := "the store at /s.db is damaged: record routes/3 is corrupt: bad route\nrecord revisions/2 is corrupt: bad profile; " + Recovery()
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

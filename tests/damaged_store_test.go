@@ -224,6 +224,16 @@ func (tm *damageTemplate) run(t *testing.T, home string, args ...string) damageR
 			t.Fatalf("rukh %s crashed (exit %d):\n%s%s", strings.Join(args, " "), r.status, r.stdout, r.stderr)
 		}
 	}
+	// A recovered panic is reported as the damage a check finds, never
+	// as the runtime's words; the recovery is said once.
+	for _, words := range []string{"runtime error", "invalid memory address", "nil pointer", "index out of range", "slice bounds"} {
+		if strings.Contains(r.stderr, words) || strings.Contains(r.stdout, words) {
+			t.Errorf("rukh %s reports a recovered panic in the runtime's words %q:\n%s%s", strings.Join(args, " "), words, r.stdout, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stderr+r.stdout, "copy the file somewhere safe"); n > 1 {
+		t.Errorf("rukh %s says the recovery %d times:\n%s%s", strings.Join(args, " "), n, r.stdout, r.stderr)
+	}
 	return r
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/sandbox"
 )
@@ -96,7 +96,7 @@ func (h *testHost) serve(t *testing.T, home string) *served {
 			cmd.Env = env
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitUnavailable {
+			if !errors.As(err, &ee) || ee.ExitCode() != exitcode.Unavailable {
 				t.Errorf("in-process, but `rukh daemon status` says (%v):\n%s", err, out)
 			}
 		})

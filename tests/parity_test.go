@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -190,7 +190,7 @@ func TestParity(t *testing.T) {
 					}
 					return
 				}
-				if status != cli.ExitUsage || env.Outcome != "rejected" || env.Reason != tt.outcome {
+				if status != exitcode.Usage || env.Outcome != "rejected" || env.Reason != tt.outcome {
 					t.Errorf("CLI exit %d (%s), MCP %s/%s; want exit 2 and rejected/%s", status, &errOut, env.Outcome, env.Reason, tt.outcome)
 				}
 			})

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"unsafe"
 
 	"github.com/rukh-cli/rukh/envpolicy"
 	"github.com/rukh-cli/rukh/exitcode"
@@ -93,7 +94,7 @@ func Forward(name string, args []string) (status int, ok bool) {
 	defer s.Close()
 
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, StopSignals()...)
 	defer signal.Stop(sigs)
 	go func() {
 		if _, ok := <-sigs; !ok {
@@ -125,10 +126,32 @@ func Forward(name string, args []string) (status int, ok bool) {
 	}
 	if m.Exit.Status == exitcode.BrokenPipe {
 		// End as the in-process CLI would have: killed by SIGPIPE.
-		signal.Reset(syscall.SIGPIPE)
-		syscall.Kill(os.Getpid(), syscall.SIGPIPE)
+		dieOf(syscall.SIGPIPE)
 	}
 	return m.Exit.Status, true
+}
+
+// dieOf ends the process as killed by sig. The Go runtime keeps a
+// handler for SIGPIPE whatever signal.Reset says, so the disposition is
+// set back to the default with rt_sigaction itself (a zero struct
+// sigaction: SIG_DFL, no flags, nothing masked) before the kill. If the
+// process outlives it, the caller returns the status instead.
+func dieOf(sig syscall.Signal) {
+	var dfl [4]uint64
+	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	syscall.Kill(os.Getpid(), sig)
+}
+
+// StopSignals are the signals that stop a command line's call, the same
+// in-process and through the daemon: Ctrl-C, SIGTERM, and the terminal's
+// hang-up, unless the process was started with it ignored (nohup), which
+// catching it would undo.
+func StopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // AutoStartEnv is the variable with which an owner opts in to a daemon

@@ -1,0 +1,164 @@
+package tests
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/internal/testpty"
+)
+
+// The same outcome on both hosts (invariant I1; issue 26, item 5), for
+// what happens around a call rather than in it: the reader of its output
+// gone, a terminal hung up. In-process, rukh died of these (SIGHUP) or
+// reported them (SIGPIPE) where rukhd went on and said 0 or recorded
+// something else.
+
+// lastRecord is the newest invocation record of the home.
+func (h *hostileHome) lastRecord(t *testing.T) map[string]any {
+	t.Helper()
+	list := exec.Command(h.rukh, "invocations", "list", "--json")
+	list.Env = h.env
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("invocations list: %v", err)
+	}
+	var recs []map[string]any
+	if err := json.Unmarshal(out, &recs); err != nil || len(recs) == 0 {
+		t.Fatalf("invocations list: %v\n%s", err, out)
+	}
+	return recs[0]
+}
+
+// started makes a FIFO for the probe's sleep mode to open once its
+// command runs, and returns its path and a wait for that event.
+func started(t *testing.T, dir, name string) (string, func(what string)) {
+	t.Helper()
+	fifo := filepath.Join(dir, name)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan *os.File, 1)
+	go func() {
+		f, err := os.Open(fifo) // returns once the command opens it to write
+		if err == nil {
+			opened <- f
+		}
+	}()
+	return fifo, func(what string) {
+		t.Helper()
+		select {
+		case f := <-opened:
+			t.Cleanup(func() { f.Close() }) // the command writes to it
+		case <-time.After(dtHangGuard):
+			t.Fatalf("%s: the command did not start within %s", what, dtHangGuard)
+		}
+	}
+}
+
+func TestSameOutcomeOnBothHosts(t *testing.T) {
+	forEachHost(t, func(t *testing.T, host *testHost) {
+		h := newHostileHome(t, host)
+
+		// Its stdout's reader gone before rukh writes the result: rukh
+		// ends as killed by SIGPIPE, after the call was recorded as it
+		// ended, on both hosts (through rukhd: exit 0, before).
+		t.Run("ClosedStdout", func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			cmd := exec.Command(h.rukh, "attack", "stat", "/")
+			cmd.Env, cmd.Stdout = h.env, w
+			err = cmd.Run()
+			w.Close()
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+				t.Errorf("rukh with its stdout's reader gone: %v (%v), want killed by SIGPIPE", cmd.ProcessState, err)
+			}
+			if rec := h.lastRecord(t); rec["outcome"] != "succeeded" {
+				t.Errorf("the call's record: %v, want succeeded", rec)
+			}
+		})
+
+		// The terminal hung up during a call: the call is cancelled and
+		// recorded interrupted, and rukh exits 130, on both hosts
+		// (in-process, rukh died of SIGHUP and the next admission
+		// recorded host_lost).
+		t.Run("HangUp", func(t *testing.T) {
+			fifo, wait := started(t, h.dir, "hangup.started")
+			master, slave := testpty.Open(t)
+			cmd := exec.Command(h.rukh, "attack", "sleep", fifo, "--other", "10m")
+			cmd.Env = h.env
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			slave.Close()
+			exited := make(chan struct{})
+			go func() { cmd.Wait(); close(exited) }()
+			t.Cleanup(func() {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			})
+			// Nothing reads the terminal (a read would hold the master
+			// open past its Close); the call writes nothing to it.
+			wait("rukh attack sleep on a terminal")
+			master.Close() // the hang-up: SIGHUP to the session
+			select {
+			case <-exited:
+			case <-time.After(dtHangGuard):
+				t.Fatalf("rukh still runs %s after its terminal hung up", dtHangGuard)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 130 {
+				t.Errorf("rukh after a hang-up: %v, want exit 130", cmd.ProcessState)
+			}
+			if rec := h.lastRecord(t); rec["outcome"] != "cancelled" || rec["reason"] != "interrupted" {
+				t.Errorf("the call's record after a hang-up: %v, want cancelled/interrupted", rec)
+			}
+		})
+	})
+}
+
+// A store file its owner cannot read (chmod 000) is the host's condition,
+// not the command's: exit 75, saying so (before: exit 1). In-process only:
+// a running rukhd holds the file open, and one that starts refuses it so.
+// Root reads any file, so this runs only unprivileged (.ci/nonroot runs
+// it).
+func TestUnreadableStore(t *testing.T) {
+	if os.Getuid() == 0 {
+		t.Skip("root reads a file of mode 000; .ci/nonroot runs this test unprivileged")
+	}
+	rukh, _ := hostBinaries(t)
+	h := &hostileHome{rukh: rukh, dir: testhome.TempDir(t)}
+	rel := probeRelease(t, h.dir, hostileRelease)
+	h.home = filepath.Join(h.dir, "home")
+	a := testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
+	if _, _, err := a.ApplyProfile([]byte(hostileProfile)); err != nil {
+		t.Fatal(err)
+	}
+	h.env = append(os.Environ(), "RUKH_HOME="+h.home)
+	db := filepath.Join(h.home, "data", "store.db")
+	if err := os.Chmod(db, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(db, 0o600) })
+	for _, args := range [][]string{{"attack", "stat", "/"}, {"ext", "list"}, {"invocations", "list"}} {
+		cmd := exec.Command(h.rukh, args...)
+		cmd.Env = h.env
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 75 || !strings.Contains(string(out), "cannot be opened") || !strings.Contains(string(out), db) {
+			t.Errorf("rukh %s on a store of mode 000: %v\n%s\nwant exit 75 saying the store at %s cannot be opened", strings.Join(args, " "), err, out, db)
+		}
+	}
+}
