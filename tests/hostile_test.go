@@ -234,7 +234,8 @@ func TestLateIsNotSuccess(t *testing.T) {
 			hostPID = mcp.Process.Pid // rukh mcp runs the call itself
 		}
 		for i := range 3 {
-			done := filepath.Join(h.dir, fmt.Sprintf("done-%d", i))
+			done, started := fifo(t, h.dir, fmt.Sprintf("done-%d", i))
+			_, finished := fifo(t, h.dir, fmt.Sprintf("done-%d.finished", i))
 			type answer struct {
 				env  map[string]any
 				text string
@@ -246,17 +247,11 @@ func TestLateIsNotSuccess(t *testing.T) {
 				answered <- answer{env, text, err}
 			}()
 			// Stop the host once the command runs, and keep it stopped
-			// while the command finishes, after the 1 s deadline.
-			for end := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
-				if _, err := os.Stat(done); err == nil {
-					break
-				}
-				if time.Now().After(end) {
-					t.Fatal("the command never started")
-				}
-			}
+			// until the command has finished: 1.2 s after it started, so
+			// after the call's 1 s deadline.
+			started("the command's start")
 			syscall.Kill(hostPID, syscall.SIGSTOP)
-			time.Sleep(1500 * time.Millisecond) // the attack: longer than the 1 s deadline
+			finished("the command's end, with its host stopped")
 			syscall.Kill(hostPID, syscall.SIGCONT)
 			a := <-answered
 			if a.err != nil {
@@ -283,7 +278,7 @@ func TestCtrlCEndsAHeldCall(t *testing.T) {
 		h := newHostileHome(t, host)
 		for _, presses := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%d Ctrl-C", presses), func(t *testing.T) {
-				pidfile := filepath.Join(h.dir, fmt.Sprintf("ctrlc-%d.pid", presses))
+				pidfile, held := fifo(t, h.dir, fmt.Sprintf("ctrlc-%d.pid", presses))
 				master, slave := testpty.Open(t)
 				t.Cleanup(func() { master.Close() })
 				cmd := exec.Command("bash", "--norc", "--noprofile", "-m", "-c", `"$RUKH" attack traceloop "$PIDFILE"; echo "status=$?"`)
@@ -305,14 +300,9 @@ func TestCtrlCEndsAHeldCall(t *testing.T) {
 					}
 				})
 				s := newScreen(master)
-				var pid int
-				for end := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(5 * time.Millisecond) {
-					if b, err := os.ReadFile(pidfile); err == nil {
-						pid, _ = strconv.Atoi(string(b))
-					}
-					if time.Now().After(end) {
-						t.Fatalf("the grandchild never held the helper; the terminal shows:\n%s", s)
-					}
+				pid, err := strconv.Atoi(held("the grandchild holding the helper"))
+				if err != nil {
+					t.Fatalf("the grandchild's pid: %v; the terminal shows:\n%s", err, s)
 				}
 				for range presses {
 					master.Write([]byte{3}) // Ctrl-C

@@ -37,28 +37,29 @@ func (h *hostileHome) lastRecord(t *testing.T) map[string]any {
 	return recs[0]
 }
 
-// started makes a FIFO for the probe's sleep mode to open once its
-// command runs, and returns its path and a wait for that event.
-func started(t *testing.T, dir, name string) (string, func(what string)) {
+// fifo makes a named pipe for a command (or its grandchild) to write to
+// once something happened, and returns its path and a wait for that
+// event, which returns what was written. Reading to the writer's end
+// never leaves the writer a closed pipe.
+func fifo(t *testing.T, dir, name string) (string, func(what string) string) {
 	t.Helper()
-	fifo := filepath.Join(dir, name)
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	path := filepath.Join(dir, name)
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opened := make(chan *os.File, 1)
+	got := make(chan string, 1)
 	go func() {
-		f, err := os.Open(fifo) // returns once the command opens it to write
-		if err == nil {
-			opened <- f
-		}
+		data, _ := os.ReadFile(path) // from the writer's open to its close
+		got <- string(data)
 	}()
-	return fifo, func(what string) {
+	return path, func(what string) string {
 		t.Helper()
 		select {
-		case f := <-opened:
-			t.Cleanup(func() { f.Close() }) // the command writes to it
+		case data := <-got:
+			return data
 		case <-time.After(dtHangGuard):
-			t.Fatalf("%s: the command did not start within %s", what, dtHangGuard)
+			t.Fatalf("%s: nothing was written within %s", what, dtHangGuard)
+			return ""
 		}
 	}
 }
@@ -94,9 +95,9 @@ func TestSameOutcomeOnBothHosts(t *testing.T) {
 		// (in-process, rukh died of SIGHUP and the next admission
 		// recorded host_lost).
 		t.Run("HangUp", func(t *testing.T) {
-			fifo, wait := started(t, h.dir, "hangup.started")
+			started, wait := fifo(t, h.dir, "hangup.started")
 			master, slave := testpty.Open(t)
-			cmd := exec.Command(h.rukh, "attack", "sleep", fifo, "--other", "10m")
+			cmd := exec.Command(h.rukh, "attack", "sleep", started, "--other", "10m")
 			cmd.Env = h.env
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}

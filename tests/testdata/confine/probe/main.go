@@ -175,12 +175,14 @@ func main() {
 				}
 			}
 		case "sleep":
-			// arg: a file written once the command started; other: how
-			// long it then takes before it reports.
+			// arg: a file (a FIFO the test reads) written once the command
+			// started, and arg.finished once it has slept; other: how long
+			// it sleeps before it reports.
 			var d time.Duration
 			if d, err = time.ParseDuration(inv.String("other")); err == nil {
 				if err = os.WriteFile(arg, []byte("started"), 0o600); err == nil {
 					time.Sleep(d)
+					err = os.WriteFile(arg+".finished", []byte("finished"), 0o600)
 				}
 			}
 		default:
