@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rukh-cli/rukh/exitcode"
 	"log/slog"
 	"net"
 	"os"
@@ -25,14 +26,6 @@ import (
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/rukh-cli/rukh/wire"
 	"golang.org/x/sys/unix"
-)
-
-// Exit statuses of rukhd.
-const (
-	exitOK          = 0
-	exitUsage       = 2
-	exitUnavailable = 69
-	exitTempFail    = 75
 )
 
 // maxSocketPath is the longest path a Unix socket may have on Linux:
@@ -60,17 +53,17 @@ func Main(cfg app.Config, args []string) int {
 	idle := fs.Duration("idle-timeout", 0, "exit after this long with no client and nothing running (0: never)")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return exitcode.Usage
 	}
 	if fs.NArg() == 1 && fs.Arg(0) == "version" {
 		*version = true
 	} else if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "%sd: unexpected argument %q\n", name, fs.Arg(0))
-		return exitUsage
+		return exitcode.Usage
 	}
 	if *version {
 		fmt.Printf("%sd %s\n", name, buildid.ID())
-		return exitOK
+		return exitcode.OK
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// The first SIGTERM or Ctrl-C stops the daemon cleanly (running
@@ -87,9 +80,9 @@ func Main(cfg app.Config, args []string) int {
 		if errors.As(err, &ee) {
 			return ee.status
 		}
-		return exitTempFail
+		return exitcode.TempFail
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 type exitError struct {
@@ -103,7 +96,7 @@ func (e *exitError) Unwrap() error { return e.err }
 func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logger) error {
 	p, err := paths.Resolve(name, os.Getenv)
 	if err != nil {
-		return &exitError{exitUsage, err}
+		return &exitError{exitcode.Usage, err}
 	}
 	ln, activated, err := Listen(ctx, name, p)
 	if err != nil {
@@ -156,7 +149,7 @@ func privateSocket(ul *net.UnixListener) error {
 // Close closes the store once Serve has returned.
 func New(name string, p paths.Paths, logger *slog.Logger) (*Server, error) {
 	if err := paths.Secure(p.Data); err != nil {
-		return nil, &exitError{exitTempFail, err}
+		return nil, &exitError{exitcode.TempFail, err}
 	}
 	st, err := store.Open(p.Store(), store.Options{Timeout: storeWait})
 	if err != nil {
@@ -182,60 +175,60 @@ func Listen(ctx context.Context, name string, p paths.Paths) (*net.UnixListener,
 		if ul, ok := l.(*net.UnixListener); ok {
 			if err := privateSocket(ul); err != nil {
 				ul.Close()
-				return nil, false, &exitError{exitTempFail, err}
+				return nil, false, &exitError{exitcode.TempFail, err}
 			}
 			return ul, true, nil
 		}
 	}
 	if len(lns) > 0 {
-		return nil, false, &exitError{exitUsage, errors.New("socket activation passed no Unix stream socket")}
+		return nil, false, &exitError{exitcode.Usage, errors.New("socket activation passed no Unix stream socket")}
 	}
 	sock := p.Socket(name)
 	if len(sock) > maxSocketPath {
-		return nil, false, &exitError{exitUnavailable, fmt.Errorf("the socket %s would be %d bytes long, more than the %d a Unix socket's path may have; "+
+		return nil, false, &exitError{exitcode.Unavailable, fmt.Errorf("the socket %s would be %d bytes long, more than the %d a Unix socket's path may have; "+
 			"give %s a shorter directory (or, when it is unset, XDG_RUNTIME_DIR); without a daemon, %s works as it is", sock, len(sock), maxSocketPath, paths.HomeEnv(name), name)}
 	}
 	if err := paths.Secure(p.Runtime); err != nil {
-		return nil, false, &exitError{exitTempFail, err}
+		return nil, false, &exitError{exitcode.TempFail, err}
 	}
 	// Daemons starting at once take turns to check, remove and bind: the
 	// second then finds the first answering (or not yet serving) and never
 	// removes its socket.
 	lock, err := os.OpenFile(sock+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, false, &exitError{exitTempFail, err}
+		return nil, false, &exitError{exitcode.TempFail, err}
 	}
 	defer lock.Close() // releases the lock
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return nil, false, &exitError{exitTempFail, fmt.Errorf("lock %s: %w", lock.Name(), err)}
+		return nil, false, &exitError{exitcode.TempFail, fmt.Errorf("lock %s: %w", lock.Name(), err)}
 	}
 	d := thin.Dialer{Socket: sock, Name: name, Build: buildid.ID()}
 	if s, err := d.Dial(ctx); err == nil {
 		s.Close()
-		return nil, false, &exitError{exitTempFail, fmt.Errorf("a daemon already answers at %s (pid %d)", sock, s.Daemon.PID)}
+		return nil, false, &exitError{exitcode.TempFail, fmt.Errorf("a daemon already answers at %s (pid %d)", sock, s.Daemon.PID)}
 	} else if we := (*wire.Error)(nil); errors.As(err, &we) && (we.Code == wire.CodeDaemonStale || we.Code == wire.CodeShuttingDown) {
 		// It drains: it keeps the socket until its last call ends, and
 		// new calls run in-process meanwhile.
-		return nil, false, &exitError{exitTempFail, fmt.Errorf("the daemon at %s is draining (%v); it exits once its last call ends, and calls run in-process meanwhile: start one then", sock, we.Message)}
+		return nil, false, &exitError{exitcode.TempFail, fmt.Errorf("the daemon at %s is draining (%v); it exits once its last call ends, and calls run in-process meanwhile: start one then", sock, we.Message)}
 	} else if !errors.Is(err, thin.ErrNoDaemon) {
 		var te *thin.Error
 		if !errors.As(err, &te) || te.Op != "hello" {
 			// Something answers but is not a daemon we can talk to:
 			// never remove a socket that still answers.
-			return nil, false, &exitError{exitTempFail, fmt.Errorf("%s answers but not as this daemon (%v); stop it first", sock, err)}
+			return nil, false, &exitError{exitcode.TempFail, fmt.Errorf("%s answers but not as this daemon (%v); stop it first", sock, err)}
 		}
-		return nil, false, &exitError{exitTempFail, fmt.Errorf("a daemon at %s does not answer (%v); stop it first", sock, err)}
+		return nil, false, &exitError{exitcode.TempFail, fmt.Errorf("a daemon at %s does not answer (%v); stop it first", sock, err)}
 	}
 	os.Remove(sock) // nothing answers: a stale socket of a daemon that died
 	// The directory is 0700, so the socket's mode before the chmod
 	// exposes nothing (a umask would change the whole process's).
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
-		return nil, false, &exitError{exitTempFail, err}
+		return nil, false, &exitError{exitcode.TempFail, err}
 	}
 	if err := os.Chmod(sock, 0o600); err != nil {
 		ln.Close()
-		return nil, false, &exitError{exitTempFail, err}
+		return nil, false, &exitError{exitcode.TempFail, err}
 	}
 	ln.SetUnlinkOnClose(true)
 	return ln, false, nil
