@@ -76,7 +76,7 @@ func (c *Core) prepareEnforcement(task profile.Task, releaseDir, id string, gran
 			spec.Rlimits = append(spec.Rlimits, sandbox.Rlimit{Resource: l.res, Max: uint64(l.v)})
 		}
 	}
-	tmp, err := os.MkdirTemp("", "rukh-"+id[:12]+"-")
+	tmp, err := os.MkdirTemp("", cliname.Name()+"-"+id[:12]+"-")
 	if err != nil {
 		return nil, &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: "private TMPDIR: " + err.Error()}
 	}
@@ -260,7 +260,7 @@ func (c *Core) Enforceable() map[string]string {
 		if p == profile.EnforceRestricted {
 			// A cover and a directory shown again inside it, as a
 			// restricted call's home and release.
-			probe, err := os.MkdirTemp("", "rukh-probe-")
+			probe, err := os.MkdirTemp("", cliname.Name()+"-probe-")
 			if err == nil {
 				defer os.RemoveAll(probe)
 				err = os.MkdirAll(filepath.Join(probe, "releases", "r"), 0o700)

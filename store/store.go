@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -295,7 +296,7 @@ func readVersion(tx *bolt.Tx) (version uint64, fresh bool, err error) {
 			return 0, false, &CorruptError{Bucket: string(bucketMeta), Err: errors.New("bucket is missing")}
 		}
 		if !empty {
-			return 0, false, errors.New("this bbolt file is not a rukh store (no meta bucket)")
+			return 0, false, errors.New("this bbolt file is not a " + cliname.Name() + " store (no meta bucket)")
 		}
 		return 0, true, nil
 	}

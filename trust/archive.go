@@ -303,7 +303,7 @@ func archiveError(err error) error {
 	case errors.As(err, &e):
 		return e
 	case errors.Is(err, errStreamTooLarge):
-		return refuse(CodeTooLarge, "", "the archive expands to more than %d bytes; it is not a release rukh can install", limits.maxStream())
+		return refuse(CodeTooLarge, "", "the archive expands to more than %d bytes; it is not a release %s can install", limits.maxStream(), cliname.Name())
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return refuse(CodeBadArchive, "", "the archive is truncated; download it again")
 	case errors.Is(err, tar.ErrHeader), errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum),

@@ -46,7 +46,7 @@ func (r *Release) Digest() string { return r.Manifest.Digest() }
 // the release digest. Every refusal is an *Error.
 func Verify(dir string, keys Keyring, pin string) (*Release, error) {
 	if pin != "" && !isDigest(pin) {
-		return nil, refuse(CodeBadPin, "", "pin %q is not \"sha256:\" and 64 lowercase hex digits; copy the digest rukh printed", pin)
+		return nil, refuse(CodeBadPin, "", "pin %q is not \"sha256:\" and 64 lowercase hex digits; copy the digest %s printed", pin, cliname.Name())
 	}
 	rel, err := open(dir)
 	if err != nil {
