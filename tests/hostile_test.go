@@ -55,7 +55,15 @@ type hostileHome struct {
 
 func newHostileHome(t *testing.T, host *testHost) *hostileHome {
 	t.Helper()
-	h := &hostileHome{rukh: host.Rukh, dir: testhome.TempDir(t)}
+	h := prepareHostileHome(t, host.Rukh)
+	h.served = host.serve(t, h.home)
+	return h
+}
+
+// prepareHostileHome is the home, not yet served.
+func prepareHostileHome(t *testing.T, rukh string) *hostileHome {
+	t.Helper()
+	h := &hostileHome{rukh: rukh, dir: testhome.TempDir(t)}
 	rel := probeRelease(t, h.dir, hostileRelease)
 	h.home = filepath.Join(h.dir, "home")
 	a := testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
@@ -63,7 +71,6 @@ func newHostileHome(t *testing.T, host *testHost) *hostileHome {
 		t.Fatal(err)
 	}
 	h.env = append(os.Environ(), "RUKH_HOME="+h.home)
-	h.served = host.serve(t, h.home)
 	return h
 }
 

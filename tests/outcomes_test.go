@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/internal/testpty"
 )
 
@@ -140,14 +139,7 @@ func TestUnreadableStore(t *testing.T) {
 		t.Skip("root reads a file of mode 000; .ci/nonroot runs this test unprivileged")
 	}
 	rukh, _ := hostBinaries(t)
-	h := &hostileHome{rukh: rukh, dir: testhome.TempDir(t)}
-	rel := probeRelease(t, h.dir, hostileRelease)
-	h.home = filepath.Join(h.dir, "home")
-	a := testhome.InstallPinned(t, filepath.Join(h.home, "data"), rel)
-	if _, _, err := a.ApplyProfile([]byte(hostileProfile)); err != nil {
-		t.Fatal(err)
-	}
-	h.env = append(os.Environ(), "RUKH_HOME="+h.home)
+	h := prepareHostileHome(t, rukh)
 	db := filepath.Join(h.home, "data", "store.db")
 	if err := os.Chmod(db, 0); err != nil {
 		t.Fatal(err)

@@ -271,24 +271,10 @@ func syscallSocketpair() ([2]int, error) {
 // refused (ErrBudget) rather than allocating what it announced.
 func TestBudget(t *testing.T) {
 	budget := NewBudget(2*64<<10, 0)
-	announce := func(a *Conn) {
-		var head [5]byte
-		binary.BigEndian.PutUint32(head[:4], MaxFrame)
-		if _, err := a.c.Write(head[:]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var bs []*Conn
 	results := make(chan error, 3)
+	var bs []*Conn
 	for range 3 {
-		a, b := pair(t)
-		b.Budget = budget
-		announce(a)
-		bs = append(bs, b)
-		go func() {
-			_, _, err := b.Receive()
-			results <- err
-		}()
+		bs = append(bs, announceLargest(t, budget, results))
 	}
 	// Two hold a chunk each and wait for more bytes; the third is refused.
 	select {
@@ -312,6 +298,25 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+// announceLargest announces a frame of MaxFrame bytes on a new connection
+// that reads with budget, sends one byte of it, and returns the reading
+// side, whose Receive reports to results.
+func announceLargest(t *testing.T, budget *Budget, results chan<- error) *Conn {
+	t.Helper()
+	a, b := pair(t)
+	b.Budget = budget
+	var head [5]byte
+	binary.BigEndian.PutUint32(head[:4], MaxFrame)
+	if _, err := a.c.Write(head[:]); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _, err := b.Receive()
+		results <- err
+	}()
+	return b
+}
+
 // The budget's reserve is for small frames: large frames held half-sent
 // take all they may, and a small frame is still read whole; another large
 // one is refused.
@@ -321,18 +326,7 @@ func TestBudgetReserve(t *testing.T) {
 	results := make(chan error, 3)
 	var held []*Conn
 	for range 3 {
-		a, b := pair(t)
-		b.Budget = budget
-		var head [5]byte
-		binary.BigEndian.PutUint32(head[:4], MaxFrame)
-		if _, err := a.c.Write(head[:]); err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, b)
-		go func() {
-			_, _, err := b.Receive()
-			results <- err
-		}()
+		held = append(held, announceLargest(t, budget, results))
 	}
 	// Two take the unreserved part; whichever comes third is refused.
 	select {
