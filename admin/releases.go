@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"io/fs"
 	"maps"
 	"os"
@@ -54,6 +55,17 @@ type InstallOptions struct {
 	// NewPublisher lets a release of this publisher take over a package
 	// name that another publisher holds (PublisherChangeError).
 	NewPublisher string
+	// builtin: the core's own release of its built-in commands
+	// (EnsureBuiltins), the only one that may have the CLI's name.
+	builtin bool
+}
+
+// ReservedError refuses a release of the package that is the CLI's own
+// namespace: its built-in commands.
+type ReservedError struct{ Package string }
+
+func (e *ReservedError) Error() string {
+	return fmt.Sprintf("package %s is the CLI's own namespace (its built-in commands): no release takes it, and it is not deactivated or removed; rename the release's package, or leave its commands unexposed in the profile", e.Package)
 }
 
 // PublisherChangeError refuses a release whose package name another
@@ -132,6 +144,9 @@ func (a *Admin) InstallContext(ctx context.Context, src, pin string, opts Instal
 	digest := rel.Manifest.Digest()
 	final := a.releaseDir(digest)
 	d := rel.Descriptor
+	if d.Package == cliname.Name() && !opts.builtin {
+		return nil, &ReservedError{Package: d.Package}
+	}
 	record := &store.Release{
 		Digest: digest, Package: d.Package, Version: d.Version, Publisher: d.Publisher,
 		Dir: final, Pinned: rel.Key == nil, InstalledAt: a.Now().UTC(), InstalledBy: a.UID,
@@ -504,6 +519,9 @@ func (a *Admin) Activate(ref string) (*Result, error) {
 // Deactivate removes a package's commands from the CLI and MCP; the
 // release stays installed.
 func (a *Admin) Deactivate(pkg string) (*Result, error) {
+	if pkg == cliname.Name() {
+		return nil, &ReservedError{Package: pkg}
+	}
 	return a.publish("deactivate "+pkg, func(tx *store.Tx, c *Candidate) error {
 		if _, ok := c.Packages[pkg]; !ok {
 			return fmt.Errorf("%s is not active; see `ext list`", pkg)
@@ -523,6 +541,9 @@ func (a *Admin) Remove(ref string) (*Result, *store.Release, error) {
 		var err error
 		if rel, err = findRelease(tx, ref); err != nil {
 			return err
+		}
+		if rel.Package == cliname.Name() && c.Packages[rel.Package].Digest == rel.Digest {
+			return &ReservedError{Package: rel.Package}
 		}
 		a.removeRelease(c, rel, ref)
 		return nil

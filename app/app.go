@@ -4,6 +4,11 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/exitcode"
+	"github.com/rukh-cli/rukh/extsdk"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,10 +22,85 @@ import (
 	"github.com/rukh-cli/rukh/thin"
 )
 
-// Config names the CLI. Everything user-visible derives from Name: the
-// binary's help, the NAME_HOME variable and the XDG folder names.
+// Config is the embedder's contract (ADR 0012): what the core binary's
+// main is given. Everything user-visible derives from Name: the binary's
+// help, the NAME_HOME variable and the XDG folder names.
 type Config struct {
 	Name string // lowercase, like "rukh" or "acme"
+	// Version is the release version of the built-in commands (semver);
+	// "0.0.0" when empty.
+	Version string
+	// Builtins are the embedder's own Go commands. Each is a command like
+	// an extension's, in package Name: declared with the same contract,
+	// validated when the core starts, selected by the profile, and run
+	// through the one invocation core as `NAMEd --builtin ID`.
+	Builtins []Builtin
+}
+
+// Builtin is one built-in command.
+type Builtin struct {
+	// Declaration is the command's entry as in a rukh.extension/2
+	// descriptor — id, path, summary, inputs, effects, machine,
+	// interaction — with its "result" beside them and no "execute".
+	Declaration string
+	// Run does the work, with the extension SDK's typed inputs, progress
+	// and result.
+	Run extsdk.Handler
+}
+
+// runBuiltin serves fn on the channel. A panic in fn ends the process
+// without a report, which its host records as execution_failed; it is
+// said in one line, not as the runtime's trace.
+func runBuiltin(name, id string, fn extsdk.Handler) (status int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "%sd: the built-in command %s panicked: %v\n", name, id, r)
+			status = exitcode.Software
+		}
+	}()
+	return extsdk.RunMain(extsdk.Options{}, fn)
+}
+
+// builtins is cfg's built-in release, or nil when it has none.
+func (c Config) builtins() (*admin.Builtins, error) {
+	if len(c.Builtins) == 0 {
+		return nil, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("the core binary: %w", err)
+	}
+	b := &admin.Builtins{Name: c.Name, Version: c.Version, Exe: exe}
+	if b.Version == "" {
+		b.Version = "0.0.0"
+	}
+	for _, bi := range c.Builtins {
+		b.Commands = append(b.Commands, json.RawMessage(bi.Declaration))
+	}
+	if _, err := b.Descriptor(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Builtins checks cfg's built-in declarations and returns their release
+// (nil without any): what a core of cfg installs when it starts.
+func Builtins(cfg Config) (*admin.Builtins, error) { return cfg.builtins() }
+
+// RunBuiltin runs the built-in command id of cfg in this process, which
+// its host started as `NAMEd --builtin ID` with the rukh.ipc/1 channel,
+// and returns the exit status.
+func RunBuiltin(cfg Config, id string) int {
+	for _, bi := range cfg.Builtins {
+		var d struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal([]byte(bi.Declaration), &d) == nil && d.ID == id {
+			return runBuiltin(cfg.Name, id, bi.Run)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%sd: no built-in command %q\n", cfg.Name, id)
+	return exitcode.Usage
 }
 
 // Rukh is the reference configuration.
@@ -94,13 +174,19 @@ func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, envi
 	cliname.Set(cfg.Name)
 	getenv := envpolicy.Lookup(environ)
 	dir, _ := os.Getwd()
+	b, err := cfg.builtins()
+	if err != nil {
+		fmt.Fprintf(ios.ErrOut, "%s: %v\n", cfg.Name, err)
+		return exitcode.Software
+	}
 	f := &cli.Factory{
-		Name:    cfg.Name,
-		IO:      ios,
-		HomeEnv: cfg.HomeEnv(),
-		Paths:   func() (paths.Paths, error) { return cfg.Paths(getenv) },
-		Dir:     dir,
-		Env:     environ,
+		Name:     cfg.Name,
+		IO:       ios,
+		HomeEnv:  cfg.HomeEnv(),
+		Paths:    func() (paths.Paths, error) { return cfg.Paths(getenv) },
+		Dir:      dir,
+		Env:      environ,
+		Builtins: b,
 	}
 	return cli.Execute(ctx, f, args)
 }

@@ -5,7 +5,10 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"github.com/rukh-cli/rukh/exitcode"
+	"github.com/rukh-cli/rukh/store"
 	"io"
 	"path/filepath"
 
@@ -58,6 +61,10 @@ type Factory struct {
 	// HostNote says which host this process serves through and why, for
 	// `doctor`.
 	HostNote string
+	// Builtins, when set, is the embedder's built-in release: a host made
+	// here installs it first if the active revision does not run it yet
+	// (rukhd's host did when the daemon started).
+	Builtins *admin.Builtins
 
 	host *local.Host
 }
@@ -84,12 +91,34 @@ func (f *Factory) Host() (*local.Host, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &ExitError{Status: exitcode.TempFail, Err: err}
 	}
-	h := local.New(p.Data)
-	h.Hide(p.Data, p.Config, p.Runtime)
+	h, err := f.newLocal(p, true)
+	if err != nil {
+		return nil, err
+	}
 	// A daemon started while this command line's call runs records its
 	// outcome at once (client.Settler).
 	h.FinishThrough(client.Settler(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}))
 	f.host = h
+	return h, nil
+}
+
+// newLocal is an in-process host of the data directory in p, which runs
+// the built-in commands once ensure has them installed.
+func (f *Factory) newLocal(p paths.Paths, ensure bool) (*local.Host, error) {
+	h := local.New(p.Data)
+	h.Hide(p.Data, p.Config, p.Runtime)
+	if f.Builtins != nil && ensure {
+		// A store another process holds is rukhd's (or, briefly, another
+		// command line's), which ensured them itself: `mcp` then sends
+		// every operation there.
+		// Anything else is said, and the CLI goes on without them: the
+		// owner must be able to run `ext deactivate` on a release whose
+		// route a new built-in takes.
+		var locked *store.LockedError
+		if err := h.EnsureBuiltins(context.Background(), f.Builtins); err != nil && !errors.As(err, &locked) {
+			fmt.Fprintf(f.IO.ErrOut, "%s: the built-in commands are not active: %v\n", f.Name, err)
+		}
+	}
 	return h, nil
 }
 
@@ -117,9 +146,23 @@ func (f *Factory) ToolHost() (seam.ToolHost, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &ExitError{Status: exitcode.TempFail, Err: err}
 	}
-	h := local.New(p.Data)
-	h.Hide(p.Data, p.Config, p.Runtime)
-	return client.NewAuto(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}, h), nil
+	d := thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}
+	served := false
+	if f.Builtins == nil {
+		// Nothing to install: no need to ask.
+	} else if s, err := d.Connect(context.Background()); s != nil || err != nil {
+		// A daemon holds the store (and ran the built-ins' install when
+		// it started): the in-process host is only the fallback.
+		served = true
+		if s != nil {
+			s.Close()
+		}
+	}
+	h, err := f.newLocal(p, !served)
+	if err != nil {
+		return nil, err
+	}
+	return client.NewAuto(d, h), nil
 }
 
 // state reads the active revision through the Host.

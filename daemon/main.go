@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/exitcode"
 	"log/slog"
 	"net"
@@ -46,6 +47,9 @@ func Main(cfg app.Config, args []string) int {
 	if len(args) > 0 && args[0] == thin.CoreFlag {
 		return app.Local(cfg, args[1:])
 	}
+	if len(args) == 2 && args[0] == admin.BuiltinFlag {
+		return app.RunBuiltin(cfg, args[1])
+	}
 	name := cfg.Name
 	cliname.Set(name)
 	fs := flag.NewFlagSet(name+"d", flag.ContinueOnError)
@@ -74,7 +78,12 @@ func Main(cfg app.Config, args []string) int {
 		<-ctx.Done()
 		stop()
 	}()
-	if err := run(ctx, name, *idle, logger); err != nil {
+	builtins, err := app.Builtins(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%sd: %v\n", name, err)
+		return exitcode.Software
+	}
+	if err := run(ctx, name, builtins, *idle, logger); err != nil {
 		fmt.Fprintf(os.Stderr, "%sd: %v\n", name, err)
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -93,7 +102,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logger) error {
+func run(ctx context.Context, name string, builtins *admin.Builtins, idle time.Duration, logger *slog.Logger) error {
 	p, err := paths.Resolve(name, os.Getenv)
 	if err != nil {
 		return &exitError{exitcode.Usage, err}
@@ -108,6 +117,12 @@ func run(ctx context.Context, name string, idle time.Duration, logger *slog.Logg
 		return err
 	}
 	defer s.Close()
+	if builtins != nil {
+		// Said, and served without them, as the CLI does (cli.Factory).
+		if err := s.Host.EnsureBuiltins(ctx, builtins); err != nil {
+			logger.Warn("the built-in commands are not active", "error", err)
+		}
+	}
 	s.Activated, s.Idle = activated, idle
 	s.Exe, _ = os.Executable()
 	// What a call whose helper was killed leaves behind comes here, not

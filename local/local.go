@@ -252,6 +252,12 @@ func (l *Host) TrustRemove(ctx context.Context, publisher string) (*admin.Result
 	return l.admin.TrustRemove(publisher)
 }
 
+// EnsureBuiltins makes the active revision run the embedder's built-in
+// commands b (admin.EnsureBuiltins).
+func (l *Host) EnsureBuiltins(ctx context.Context, b *admin.Builtins) error {
+	return l.admin.EnsureBuiltins(ctx, b)
+}
+
 // TrustedKeys are the publisher keys the owner trusts.
 func (l *Host) TrustedKeys(context.Context) ([]*store.Key, error) { return l.admin.TrustedKeys() }
 
