@@ -15,6 +15,7 @@ import (
 
 	"github.com/rukh-cli/rukh/descriptor"
 	"github.com/rukh-cli/rukh/internal/atomicfile"
+	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"
 )
@@ -42,6 +43,73 @@ type Builtins struct {
 	// which the core writes.
 	Commands []json.RawMessage
 	Exe      string // the core binary
+	// Publishers are trusted, and Profile applied, when the store has no
+	// revision yet: the CLI trusts its own publisher out of the box. The
+	// owner changes or removes both like any other; a store that has a
+	// revision is never changed by them.
+	Publishers []Publisher
+	Profile    []byte
+}
+
+// Publisher is a publisher an embedder trusts out of the box.
+type Publisher struct {
+	Name string
+	Key  []byte // the public key, as `trust keygen` writes OUT.pub
+}
+
+// Check checks what b brings besides its commands: each publisher's name
+// and key, and that the starting profile parses.
+func (b *Builtins) Check() error {
+	for _, p := range b.Publishers {
+		if !descriptor.ValidPublisher(p.Name) {
+			return fmt.Errorf("built-in publisher %q is not a publisher name", p.Name)
+		}
+		if _, err := trust.ParsePublicKey(p.Key); err != nil {
+			return fmt.Errorf("built-in publisher %s: %w", p.Name, err)
+		}
+	}
+	if b.Profile != nil {
+		if _, err := profile.Parse(b.Profile); err != nil {
+			return fmt.Errorf("the starting profile: %w", err)
+		}
+	}
+	return nil
+}
+
+// fresh reports whether the store has no revision yet.
+func (a *Admin) fresh() (bool, error) {
+	fresh := true
+	err := a.view(func(tx *store.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		n, err := tx.ActiveNumber()
+		fresh = n == 0
+		return err
+	})
+	return fresh, err
+}
+
+// trustPublishers trusts b's publishers.
+func (a *Admin) trustPublishers(b *Builtins) error {
+	for _, p := range b.Publishers {
+		pub, _ := trust.ParsePublicKey(p.Key) // Check checked it
+		if _, _, err := a.trustKey(p.Name, pub); err != nil {
+			return fmt.Errorf("trusting the built-in publisher %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// applyStartingProfile applies b's profile, if it has one.
+func (a *Admin) applyStartingProfile(b *Builtins) error {
+	if b.Profile == nil {
+		return nil
+	}
+	if _, _, err := a.ApplyProfile(b.Profile); err != nil {
+		return fmt.Errorf("applying the starting profile: %w", err)
+	}
+	return nil
 }
 
 // BuiltinError is a declaration the descriptor validator refused; the
@@ -114,12 +182,27 @@ func (b *Builtins) blame(err error) error {
 	return &BuiltinError{Index: -1, Err: err}
 }
 
-// EnsureBuiltins makes the active revision run b's commands: when it
+// EnsureBuiltins makes the active revision run b's commands, after
+// trusting b's publishers and applying its profile on a store that has
+// no revision yet: when it
 // already does (the binary and the declarations are those of the last
 // install, and the active revision has package b.Name at that release),
 // it reads one record and changes nothing; otherwise it builds the
 // release and installs and activates it as one new revision.
 func (a *Admin) EnsureBuiltins(ctx context.Context, b *Builtins) error {
+	if err := b.Check(); err != nil {
+		return err
+	}
+	seeding := len(b.Publishers) > 0 || b.Profile != nil
+	if len(b.Commands) == 0 {
+		if fresh, err := a.fresh(); err != nil || !fresh || !seeding {
+			return err
+		}
+		if err := a.trustPublishers(b); err != nil {
+			return err
+		}
+		return a.applyStartingProfile(b)
+	}
 	desc, err := b.Descriptor()
 	if err != nil {
 		return err
@@ -132,8 +215,19 @@ func (a *Admin) EnsureBuiltins(ctx context.Context, b *Builtins) error {
 	if data, err := os.ReadFile(cache); err == nil {
 		if k, digest, ok := strings.Cut(strings.TrimSpace(string(data)), " "); ok && k == key {
 			if active, err := a.activeDigest(b.Name); err == nil && active == digest {
-				return nil
+				return nil // and so the store has a revision: nothing to seed
 			}
+		}
+	}
+	fresh := false
+	if seeding {
+		if fresh, err = a.fresh(); err != nil {
+			return err
+		}
+	}
+	if fresh {
+		if err := a.trustPublishers(b); err != nil {
+			return err
 		}
 	}
 	src, err := os.MkdirTemp(a.DataDir, ".builtins-")
@@ -160,6 +254,12 @@ func (a *Admin) EnsureBuiltins(ctx context.Context, b *Builtins) error {
 		// are never rolled back to.
 		if _, _, err := a.Remove(previous); err != nil {
 			return fmt.Errorf("removing the previous built-in release of %s: %w", b.Name, err)
+		}
+	}
+	if fresh {
+		// After the built-ins: a profile may expose them.
+		if err := a.applyStartingProfile(b); err != nil {
+			return err
 		}
 	}
 	return atomicfile.Replace(cache, []byte(key+" "+m.Digest()+"\n"), 0o600)

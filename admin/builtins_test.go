@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"os"
@@ -123,5 +124,64 @@ func TestEnsureBuiltins(t *testing.T) {
 	t.Logf("a release with the built-in's route: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "status") {
 		t.Errorf("a release with the built-in's route: %v, want it refused naming the route", err)
+	}
+}
+
+// A new store trusts the embedder's publishers and applies its starting
+// profile, after the built-ins the profile exposes; a store that has a
+// revision is never changed by them; a bad key is refused before
+// anything is written.
+func TestBuiltinSeeds(t *testing.T) {
+	priv, err := trust.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := trust.MarshalPublicKey(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start = `{"endpointNamespace":"start","cli":{"task":"owner"},"mcp":{"expose":["rukh/status"],"task":"owner"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":1000,"maxConcurrent":1,"enforcement":"host"}}}`
+	seeded := func(t *testing.T) *admin.Builtins {
+		b := builtinsOf(t, statusDecl)
+		b.Publishers = []admin.Publisher{{Name: "rukh-release", Key: pub}}
+		b.Profile = []byte(start)
+		return b
+	}
+
+	a := admin.New(testhome.TempDir(t))
+	if err := a.EnsureBuiltins(context.Background(), seeded(t)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := a.TrustedKeys()
+	if st.Profile.EndpointNamespace != "start" || len(keys) != 1 || keys[0].Publisher != "rukh-release" || st.Revision.Number != 3 {
+		t.Errorf("a new store: revision %d, namespace %q, keys %v", st.Revision.Number, st.Profile.EndpointNamespace, keys)
+	}
+
+	// An existing store: the built-ins only.
+	b := admin.New(testhome.TempDir(t))
+	testhome.Apply(t, b, `{"endpointNamespace":"mine","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":1000,"maxConcurrent":1,"enforcement":"host"}}}`)
+	if err := b.EnsureBuiltins(context.Background(), seeded(t)); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = b.State()
+	keys, _ = b.TrustedKeys()
+	if st.Profile.EndpointNamespace != "mine" || len(keys) != 0 {
+		t.Errorf("an existing store was changed: namespace %q, keys %v", st.Profile.EndpointNamespace, keys)
+	}
+
+	bad := seeded(t)
+	bad.Publishers[0].Key = []byte("not a key")
+	c := admin.New(testhome.TempDir(t))
+	if err := c.EnsureBuiltins(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "built-in publisher rukh-release") {
+		t.Errorf("a bad built-in key: %v", err)
+	}
+	if st, _ := c.State(); st.Revision != nil {
+		t.Errorf("a bad built-in key wrote revision %d", st.Revision.Number)
 	}
 }

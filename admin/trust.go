@@ -18,6 +18,11 @@ func (a *Admin) TrustAdd(publisher, pubPath string) (*Result, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	return a.trustKey(publisher, pub)
+}
+
+// trustKey trusts pub for publisher, as one revision.
+func (a *Admin) trustKey(publisher string, pub trust.PublicKey) (*Result, string, error) {
 	id := pub.ID()
 	res, err := a.publish(fmt.Sprintf("trust add %s %s", publisher, id[:len("sha256:")+12]), func(tx *store.Tx, c *Candidate) error {
 		if err := tx.PutKey(&store.Key{Publisher: publisher, ID: id, Public: []byte(pub), AddedAt: a.Now().UTC(), AddedBy: a.UID}); err != nil {

@@ -35,6 +35,18 @@ type Config struct {
 	// validated when the core starts, selected by the profile, and run
 	// through the one invocation core as `NAMEd --builtin ID`.
 	Builtins []Builtin
+	// Publishers are trusted, and Profile (a profile document, as for
+	// `profile apply -f`) applied, when a store is created: the CLI then
+	// installs its own publisher's releases out of the box. The owner can
+	// change or remove both; an existing store is never changed by them.
+	Publishers []Publisher
+	Profile    []byte
+}
+
+// Publisher is a publisher the CLI trusts out of the box.
+type Publisher struct {
+	Name string // e.g. "acme"
+	Key  []byte // its public key, as `NAME trust keygen` writes OUT.pub
 }
 
 // Builtin is one built-in command.
@@ -63,7 +75,7 @@ func runBuiltin(name, id string, fn extsdk.Handler) (status int) {
 
 // builtins is cfg's built-in release, or nil when it has none.
 func (c Config) builtins() (*admin.Builtins, error) {
-	if len(c.Builtins) == 0 {
+	if len(c.Builtins) == 0 && len(c.Publishers) == 0 && c.Profile == nil {
 		return nil, nil
 	}
 	exe, err := os.Executable()
@@ -77,7 +89,16 @@ func (c Config) builtins() (*admin.Builtins, error) {
 	for _, bi := range c.Builtins {
 		b.Commands = append(b.Commands, json.RawMessage(bi.Declaration))
 	}
-	if _, err := b.Descriptor(); err != nil {
+	for _, p := range c.Publishers {
+		b.Publishers = append(b.Publishers, admin.Publisher{Name: p.Name, Key: p.Key})
+	}
+	b.Profile = c.Profile
+	if len(b.Commands) > 0 {
+		if _, err := b.Descriptor(); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.Check(); err != nil {
 		return nil, err
 	}
 	return b, nil

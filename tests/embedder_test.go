@@ -45,12 +45,6 @@ func acmeBinaries(t *testing.T) (acme, acmed string) {
 	return filepath.Join(dir, "acme"), filepath.Join(dir, "acmed")
 }
 
-// acmeProfile exposes acme's built-ins to the agent task, which keeps
-// destructive calls for the owner's approval.
-const acmeProfile = `{"endpointNamespace":"acme","cli":{"task":"owner"},"mcp":{"expose":["acme/status","acme/purge"],"task":"agent"},
- "tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"host"},
-          "agent":{"commands":["acme/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"restricted","requireApproval":["destructive"]}}}`
-
 type acmeHome struct {
 	acme, acmed, home string
 	env               []string
@@ -83,8 +77,37 @@ func TestEmbedderBuiltins(t *testing.T) {
 			if out, code := h.run(t, "status", "db", "--json"); code != 0 || strings.TrimSpace(out) != `{"healthy":true,"service":"db"}` {
 				t.Fatalf("acme status db --json: exit %d: %s", code, out)
 			}
-			if out, code := h.run(t, "profile", "apply", "-f", writeTemp(t, acmeProfile)); code != 0 {
-				t.Fatalf("profile apply: exit %d: %s", code, out)
+			// And trusts its publisher, and applied its starting profile
+			// (testdata/acme/acmed/profile.json), after the built-ins it
+			// exposes.
+			if out, _ := h.run(t, "trust", "list"); !strings.Contains(out, "acme-release") {
+				t.Errorf("acme trust list does not show the built-in publisher:\n%s", out)
+			}
+			if out, _ := h.run(t, "profile", "history"); !strings.Contains(out, "trust add acme-release") || !strings.Contains(out, "install acme 1.2.0") || !strings.Contains(out, "profile apply") {
+				t.Errorf("acme profile history after the first command:\n%s", out)
+			}
+			// A release its publisher signed installs without `trust add`.
+			rel := filepath.Join(testhome.TempDir(t), "tools")
+			testhome.WriteFiles(t, rel, map[string]string{
+				"bin/hi": "#!/bin/sh\nprintf '{\"type\":\"complete\",\"token\":\"%s\",\"status\":\"succeeded\",\"commandResult\":{\"kind\":\"text\",\"text\":\"hi\"}}\\n' \"$RUKH_IPC_TOKEN\" >&3\n",
+				"rukh-extension.json": `{"schema":"rukh.extension/2","package":"acme.tools","version":"1.0.0","publisher":"acme-release","commands":[
+					{"id":"hi","path":["hi"],"summary":"Say hi","execute":{"mapping":"managed","program":"bin/hi","result":{"kind":"text"}},"effects":{"class":"none"}}]}`,
+			})
+			key := filepath.Join(testhome.TempDir(t), "release.key")
+			if data, err := os.ReadFile("testdata/acme/test-release.key"); err != nil {
+				t.Fatal(err)
+			} else if err := os.WriteFile(key, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			archive := filepath.Join(testhome.TempDir(t), "tools.tar.gz")
+			if out, code := h.run(t, "ext", "pack", rel, "--key", key, "-o", archive); code != 0 {
+				t.Fatalf("acme ext pack: exit %d: %s", code, out)
+			}
+			if out, code := h.run(t, "ext", "install", archive); code != 0 {
+				t.Fatalf("acme ext install of a release by the built-in publisher: exit %d: %s", code, out)
+			}
+			if out, code := h.run(t, "hi"); code != 0 || !strings.Contains(out, "hi") {
+				t.Errorf("acme hi: exit %d: %s", code, out)
 			}
 			if daemon {
 				if out, code := h.run(t, "daemon", "start"); code != 0 {
@@ -187,7 +210,9 @@ func TestEmbedderBuiltins(t *testing.T) {
 				t.Errorf("acme printed %q:\n%s", "rukh", said[max(0, i-200):min(len(said), i+200)])
 			}
 			filepath.WalkDir(h.home, func(p string, d os.DirEntry, err error) error {
-				if err == nil && strings.Contains(strings.ToLower(d.Name()), "rukh") && d.Name() != "rukh-extension.json" {
+				// The release format's file names are format identifiers.
+				format := map[string]bool{"rukh-extension.json": true, "rukh-release.json": true, "rukh-release.sig": true}
+				if err == nil && strings.Contains(strings.ToLower(d.Name()), "rukh") && !format[d.Name()] {
 					t.Errorf("a file in acme's home is named %s", p)
 				}
 				return nil
@@ -214,17 +239,4 @@ func acmeSession(t *testing.T, h *acmeHome) *sdk.ClientSession {
 	return cs
 }
 
-// writeTemp writes data to a new file and returns its path.
-func writeTemp(t *testing.T, data string) string {
-	t.Helper()
-	f, err := os.CreateTemp(testhome.TempDir(t), "*.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(data); err != nil {
-		t.Fatal(err)
-	}
-	return f.Name()
-}
 

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"os"
 
 	"github.com/rukh-cli/rukh/app"
@@ -12,9 +13,22 @@ import (
 	"github.com/rukh-cli/rukh/extsdk"
 )
 
+// The publisher acme trusts out of the box (its private key, for the
+// tests only, is ../test-release.key), and the profile a new store
+// starts with: the built-ins exposed, destructive calls of agents kept
+// for the owner.
+var (
+	//go:embed release.key.pub
+	releaseKey []byte
+	//go:embed profile.json
+	profile []byte
+)
+
 var cfg = app.Config{
-	Name:    "acme",
-	Version: "1.2.0",
+	Name:       "acme",
+	Version:    "1.2.0",
+	Publishers: []app.Publisher{{Name: "acme-release", Key: releaseKey}},
+	Profile:    profile,
 	Builtins: []app.Builtin{
 		{Declaration: `{"id":"status","path":["status"],"summary":"Show the service's status",
 			"inputs":[{"id":"service","positional":0,"type":"string","maxLength":32,"default":"web"}],
