@@ -3,6 +3,8 @@
 package app
 
 import (
+	"github.com/rukh-cli/rukh/internal/buildid"
+	"strings"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,7 +30,8 @@ import (
 type Config struct {
 	Name string // lowercase, like "rukh" or "acme"
 	// Version is the release version of the built-in commands (semver);
-	// "0.0.0" when empty.
+	// when empty, the main module's version as go build stamps it (which
+	// `NAME version` prints), or 0.0.0 for a development build.
 	Version string
 	// Builtins are the embedder's own Go commands. Each is a command like
 	// an extension's, in package Name: declared with the same contract,
@@ -84,7 +87,12 @@ func (c Config) builtins() (*admin.Builtins, error) {
 	}
 	b := &admin.Builtins{Name: c.Name, Version: c.Version, Exe: exe}
 	if b.Version == "" {
-		b.Version = "0.0.0"
+		// The embedder's module version, as go build stamps it (what
+		// `NAME version` prints), when it is one.
+		b.Version = strings.TrimPrefix(buildid.Version(), "v")
+		if b.Version == "devel" {
+			b.Version = "0.0.0"
+		}
 	}
 	for _, bi := range c.Builtins {
 		b.Commands = append(b.Commands, json.RawMessage(bi.Declaration))
