@@ -3,16 +3,16 @@
 package app
 
 import (
-	"github.com/rukh-cli/rukh/internal/buildid"
-	"strings"
 	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/extsdk"
+	"github.com/rukh-cli/rukh/internal/buildid"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/rukh-cli/rukh/cli"
