@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/daemon"
 	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/extsdk"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/local"
 	"os"
 	"os/signal"
 	"strings"
@@ -145,13 +147,63 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 	return paths.Resolve(c.Name, getenv)
 }
 
-// Main runs the CLI with the process's streams, environment and signals
-// and returns its exit status. When the CLI's daemon answers, the whole
-// command line runs there (thin.Forward); otherwise here. It is the CLI as
-// one binary that links the core (tests use it so); the reference
-// binaries split it: the thin `rukh` (thin.Main) and the core, NAMEd
-// (daemon.Main).
+// Main is the main of the core binary, NAMEd, for the CLI cfg names,
+// with the process's streams, environment and signals; it returns the
+// exit status. With thin.CoreFlag first it runs one command line in this
+// process (Local), which the thin client execs when no daemon serves it;
+// with admin.BuiltinFlag ID, one built-in command for its host; otherwise
+// it is the daemon (package daemon), which runs forwarded command lines
+// with the same CLI. An embedder's core main is this one call:
+//
+//	func main() { os.Exit(app.Main(cfg, os.Args[1:])) }
 func Main(cfg Config, args []string) int {
+	fds.MarkInherited()
+	switch {
+	case len(args) > 0 && args[0] == thin.CoreFlag:
+		return Local(cfg, args[1:])
+	case len(args) == 2 && args[0] == admin.BuiltinFlag:
+		return RunBuiltin(cfg, args[1])
+	}
+	b, err := cfg.builtins()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%sd: %v\n", cfg.Name, err)
+		return exitcode.Software
+	}
+	return daemon.Main(daemon.Options{Name: cfg.Name, Builtins: b, Run: runner(cfg, b)}, args)
+}
+
+// Runner is what a daemon of cfg runs forwarded command lines with: the
+// CLI (tests that serve a daemon.Server in their own process use it).
+func Runner(cfg Config) daemon.Runner { return runner(cfg, nil) }
+
+// runner runs the daemon's forwarded command lines with the CLI.
+func runner(cfg Config, b *admin.Builtins) daemon.Runner {
+	return func(ctx context.Context, c *daemon.CommandLine) int {
+		f := &cli.Factory{
+			Name:         cfg.Name,
+			IO:           cli.IOStreams{In: c.In, Out: c.Out, ErrOut: c.Err},
+			HomeEnv:      cfg.HomeEnv(),
+			Paths:        func() (paths.Paths, error) { return c.Paths, nil },
+			Dir:          c.Dir,
+			Env:          c.Env,
+			NewHost:      func() (*local.Host, error) { return c.Host, nil },
+			OnInvocation: c.OnInvocation,
+			Spawner:      c.Spawner,
+			CallerPID:    c.CallerPID,
+			CallerAlive:  c.CallerAlive,
+			HostNote:     c.HostNote,
+			Builtins:     b,
+		}
+		return cli.Execute(ctx, f, c.Args)
+	}
+}
+
+// Single runs the CLI as one binary that links the core (tests use it
+// so), with the process's streams, environment and signals: when the
+// CLI's daemon answers, the whole command line runs there (thin.Forward);
+// otherwise here. The reference binaries split it: the thin `rukh`
+// (thin.Main) and the core, NAMEd (Main).
+func Single(cfg Config, args []string) int {
 	fds.MarkInherited()
 	if status, ok := thin.Forward(cfg.Name, args); ok {
 		return status

@@ -24,7 +24,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rukh-cli/rukh/cli"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/seam"
@@ -48,6 +47,8 @@ type Server struct {
 	// exits, so no client is served stale code.
 	Exe   string
 	exeID fileID
+	// Run runs a forwarded command line (Options.Run).
+	Run Runner
 
 	started  time.Time
 	conns    atomic.Int64
@@ -677,22 +678,22 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp in
 			s.Name, s.Name, os.Getpid(), dirs(s.Paths, nil), s.Name, dirs(p, err), s.Name, paths.HomeEnv(s.Name), s.Name)
 		return exitcode.TempFail
 	}
+	if s.Run == nil {
+		fmt.Fprintf(files[2], "%s: %sd runs no command lines (it was started without a runner)\n", s.Name, s.Name)
+		return exitcode.Software
+	}
 	out, errOut := &pipeWatch{w: files[1]}, &pipeWatch{w: files[2]}
-	f := &cli.Factory{
-		Name:         s.Name,
-		IO:           cli.IOStreams{In: files[0], Out: out, ErrOut: errOut},
-		HomeEnv:      paths.HomeEnv(s.Name),
-		Paths:        func() (paths.Paths, error) { return s.Paths, nil },
-		Dir:          e.Dir,
-		Env:          e.Env,
-		NewHost:      func() (*local.Host, error) { return s.Host, nil },
+	status := s.Run(ctx, &CommandLine{
+		Args: e.Args, Dir: e.Dir, Env: e.Env,
+		In: files[0], Out: out, Err: errOut,
+		Host:         s.Host,
+		Paths:        s.Paths,
 		OnInvocation: onStart,
 		Spawner:      sp,
 		CallerPID:    caller.pid,
 		CallerAlive:  caller.alive,
 		HostNote:     fmt.Sprintf("daemon: %sd pid %d at %s", s.Name, os.Getpid(), s.Paths.Socket(s.Name)),
-	}
-	status := cli.Execute(ctx, f, e.Args)
+	})
 	if out.broken.Load() || errOut.broken.Load() {
 		// In-process, the write would have killed the CLI with SIGPIPE;
 		// the client ends so (thin.Forward).

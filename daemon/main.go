@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/exitcode"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
-	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/fds"
@@ -37,20 +37,48 @@ const maxSocketPath = 107
 // client to release the store.
 const storeWait = 10 * time.Second
 
-// Main is the main of the core binary, NAMEd, for the CLI cfg names: with
-// thin.CoreFlag first, one command line run in this process (app.Local),
-// which the thin client execs when no daemon serves it; otherwise the
-// daemon, with args and the process's environment and signals. It returns
-// the exit status.
-func Main(cfg app.Config, args []string) int {
+// Options are what the daemon is given by the core's main (app.Main):
+// the CLI's name, its built-ins, and the runner of forwarded command
+// lines. The daemon never imports the CLI.
+type Options struct {
+	Name     string
+	Builtins *admin.Builtins // nil without any
+	Run      Runner
+}
+
+// Runner runs one forwarded command line on the daemon's core and
+// returns its exit status (app builds it on the CLI).
+type Runner func(ctx context.Context, c *CommandLine) int
+
+// CommandLine is one command line a client forwarded, with what the
+// runner needs to run it as the client would have in-process.
+type CommandLine struct {
+	Args  []string
+	Dir   string   // the client's working directory
+	Env   []string // the client's environment, as envpolicy forwards it
+	In    io.Reader
+	Out   io.Writer
+	Err   io.Writer
+	Host  *local.Host // the daemon's warm core
+	Paths paths.Paths // the directories it serves
+	// OnInvocation learns each invocation's id as it starts (the client
+	// is told, so that a lost daemon can be reported).
+	OnInvocation func(id string)
+	// Spawner has the client start extension commands, in its own job.
+	Spawner invoke.Spawner
+	// CallerPID is the client's pid, named by the pidfd taken at accept;
+	// CallerAlive says whether it is still that live process.
+	CallerPID   int
+	CallerAlive func() bool
+	// HostNote says which host serves, for `doctor`.
+	HostNote string
+}
+
+// Main is the daemon's main, args its flags, with the process's
+// environment and signals. It returns the exit status.
+func Main(o Options, args []string) int {
 	fds.MarkInherited()
-	if len(args) > 0 && args[0] == thin.CoreFlag {
-		return app.Local(cfg, args[1:])
-	}
-	if len(args) == 2 && args[0] == admin.BuiltinFlag {
-		return app.RunBuiltin(cfg, args[1])
-	}
-	name := cfg.Name
+	name := o.Name
 	cliname.Set(name)
 	fs := flag.NewFlagSet(name+"d", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
@@ -78,12 +106,7 @@ func Main(cfg app.Config, args []string) int {
 		<-ctx.Done()
 		stop()
 	}()
-	builtins, err := app.Builtins(cfg)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%sd: %v\n", name, err)
-		return exitcode.Software
-	}
-	if err := run(ctx, name, builtins, *idle, logger); err != nil {
+	if err := run(ctx, o, *idle, logger); err != nil {
 		fmt.Fprintf(os.Stderr, "%sd: %v\n", name, err)
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -102,7 +125,8 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func run(ctx context.Context, name string, builtins *admin.Builtins, idle time.Duration, logger *slog.Logger) error {
+func run(ctx context.Context, o Options, idle time.Duration, logger *slog.Logger) error {
+	name, builtins := o.Name, o.Builtins
 	p, err := paths.Resolve(name, os.Getenv)
 	if err != nil {
 		return &exitError{exitcode.Usage, err}
@@ -123,7 +147,7 @@ func run(ctx context.Context, name string, builtins *admin.Builtins, idle time.D
 			logger.Warn("the built-in commands are not active", "error", err)
 		}
 	}
-	s.Activated, s.Idle = activated, idle
+	s.Activated, s.Idle, s.Run = activated, idle, o.Run
 	s.Exe, _ = os.Executable()
 	// What a call whose helper was killed leaves behind comes here, not
 	// to init, and is killed when that call ends (spawn.KillStrays).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rukh-cli/rukh/app"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,7 @@ func daemonHost(b *testing.B, dir string) seam.ToolHost {
 	if err != nil {
 		b.Fatal(err)
 	}
+	srv.Run = app.Runner(app.Rukh)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	b.Cleanup(func() {

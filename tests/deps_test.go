@@ -14,7 +14,7 @@ import (
 // -deps), not by reading source: the MCP presentation reaches the core
 // only through seam and wire; the thin client and the wire protocol link
 // nothing of the core; the CLI binary never links the daemon; the core's
-// host (local) links no presentation.
+// host (local) and the daemon link no presentation.
 func TestDependencies(t *testing.T) {
 	for _, tc := range []struct {
 		pkg       string
@@ -28,6 +28,9 @@ func TestDependencies(t *testing.T) {
 		{"../seam", nil, []string{"wire", "seam"}},
 		{"../cmd/rukh", []string{"github.com/rukh-cli/rukh/daemon", "github.com/coreos/go-systemd"}, nil},
 		{"../cli", []string{"github.com/rukh-cli/rukh/daemon"}, nil},
+		// The daemon is a library handed the command-line runner (app):
+		// it links no presentation (ADR 0012).
+		{"../daemon", []string{"github.com/rukh-cli/rukh/cli", "github.com/rukh-cli/rukh/app", "github.com/rukh-cli/rukh/mcp", "github.com/spf13/cobra", "github.com/modelcontextprotocol"}, nil},
 		// The core as one host serves presentations and knows none of
 		// them, nor how a client reaches a daemon.
 		{"../local", []string{"github.com/rukh-cli/rukh/cli", "github.com/rukh-cli/rukh/client", "github.com/rukh-cli/rukh/daemon", "github.com/rukh-cli/rukh/thin", "github.com/rukh-cli/rukh/mcp", "github.com/spf13/cobra", "github.com/modelcontextprotocol"}, nil},

@@ -238,5 +238,3 @@ func acmeSession(t *testing.T, h *acmeHome) *sdk.ClientSession {
 	}
 	return cs
 }
-
-

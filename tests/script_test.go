@@ -23,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(cleanupM{m}, map[string]func(){
-		"rukh": func() { os.Exit(app.Main(app.Rukh, os.Args[1:])) },
+		"rukh": func() { os.Exit(app.Single(app.Rukh, os.Args[1:])) },
 	})
 }
 
@@ -128,6 +128,7 @@ func startDaemon(env *testscript.Env, home string) error {
 		ln.Close()
 		return err
 	}
+	srv.Run = app.Runner(app.Rukh)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	env.Defer(func() {

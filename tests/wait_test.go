@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rukh-cli/rukh/app"
 	"io"
 	"os"
 	"os/exec"
@@ -60,6 +61,7 @@ func newWaitEnv(t *testing.T, withDaemon bool) *waitEnv {
 			ln.Close()
 			t.Fatal(err)
 		}
+		srv.Run = app.Runner(app.Rukh)
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(context.Background(), ln) }()
 		stopped := false

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/rukh-cli/rukh/app"
-	"github.com/rukh-cli/rukh/daemon"
 )
 
-func main() { os.Exit(daemon.Main(app.Rukh, os.Args[1:])) }
+func main() { os.Exit(app.Main(app.Rukh, os.Args[1:])) }

@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"github.com/rukh-cli/rukh/app"
-	"github.com/rukh-cli/rukh/daemon"
 	"github.com/rukh-cli/rukh/extsdk"
 )
 
@@ -56,4 +55,4 @@ func purge(_ context.Context, inv *extsdk.Invocation) (extsdk.Result, error) {
 	return extsdk.Text("purged " + inv.String("cache")), nil
 }
 
-func main() { os.Exit(daemon.Main(cfg, os.Args[1:])) }
+func main() { os.Exit(app.Main(cfg, os.Args[1:])) }
