@@ -17,8 +17,9 @@ import (
 	"github.com/rukh-cli/rukh/sandbox"
 )
 
-// An embedder's CLI (ADR 0012; issue 27): the test embedder acme
-// (testdata/acme), a thin client and a core of about ten lines each, with
+// An embedder's CLI (ADR 0012; issue 27): the example embedder acme
+// (examples/acme, a module of its own), a thin client and a core of about
+// ten lines each, with
 // Go built-ins. They are commands like any other: in help and
 // did-you-mean, run through the one invocation core from the CLI and
 // over MCP once the profile exposes them, kept for approval by a task,
@@ -34,7 +35,10 @@ func acmeBinaries(t *testing.T) (acme, acmed string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./testdata/acme/acme", "./testdata/acme/acmed")
+	// examples/acme is a module of its own, as an embedder's is (a
+	// replace to this repository): built from its own directory.
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/acme", "./cmd/acmed")
+	build.Dir = "../examples/acme"
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build acme: %v\n%s", err, out)
@@ -78,7 +82,7 @@ func TestEmbedderBuiltins(t *testing.T) {
 				t.Fatalf("acme status db --json: exit %d: %s", code, out)
 			}
 			// And trusts its publisher, and applied its starting profile
-			// (testdata/acme/acmed/profile.json), after the built-ins it
+			// (examples/acme/cmd/acmed/profile.json), after the built-ins it
 			// exposes.
 			if out, _ := h.run(t, "trust", "list"); !strings.Contains(out, "acme-release") {
 				t.Errorf("acme trust list does not show the built-in publisher:\n%s", out)
@@ -94,7 +98,7 @@ func TestEmbedderBuiltins(t *testing.T) {
 					{"id":"hi","path":["hi"],"summary":"Say hi","execute":{"mapping":"managed","program":"bin/hi","result":{"kind":"text"}},"effects":{"class":"none"}}]}`,
 			})
 			key := filepath.Join(testhome.TempDir(t), "release.key")
-			if data, err := os.ReadFile("testdata/acme/test-release.key"); err != nil {
+			if data, err := os.ReadFile("../examples/acme/test-release.key"); err != nil {
 				t.Fatal(err)
 			} else if err := os.WriteFile(key, data, 0o600); err != nil {
 				t.Fatal(err)

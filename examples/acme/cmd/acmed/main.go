@@ -1,4 +1,4 @@
-// Command acmed is the core of the test embedder acme, with three Go
+// Command acmed is the core of the example embedder acme, with three Go
 // built-ins: status (a structured result), purge (destructive) and boom
 // (which panics).
 package main
@@ -13,7 +13,7 @@ import (
 )
 
 // The publisher acme trusts out of the box (its private key, for the
-// tests only, is ../test-release.key), and the profile a new store
+// tests only, is ../../test-release.key), and the profile a new store
 // starts with: the built-ins exposed, destructive calls of agents kept
 // for the owner.
 var (

@@ -1,4 +1,4 @@
-// Command acme is the thin client of the test embedder acme: its whole
+// Command acme is the thin client of the example embedder acme: its whole
 // main is the thin client's.
 package main
 
