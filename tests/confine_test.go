@@ -272,14 +272,7 @@ func (c *confined) mcp(t *testing.T) (*sdk.ClientSession, map[string]string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]string{}
-	for _, tool := range tools.Tools {
-		names[tool.Title] = tool.Name
-	}
+	_, names := toolsByTitle(t, cs)
 	return cs, names
 }
 

@@ -151,16 +151,9 @@ func TestEmbedderBuiltins(t *testing.T) {
 			// destructive one is kept for the owner, approved at a
 			// terminal, and then runs.
 			cs := acmeSession(t, h)
-			tools, err := cs.ListTools(context.Background(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			names := map[string]string{}
-			for _, tool := range tools.Tools {
-				names[tool.Title] = tool.Name
-			}
-			if len(tools.Tools) != 2 || names["Show the service's status"] == "" || names["Purge a cache"] == "" {
-				t.Fatalf("acme mcp lists %d tools: %v", len(tools.Tools), names)
+			tools, names := toolsByTitle(t, cs)
+			if len(tools) != 2 || names["Show the service's status"] == "" || names["Purge a cache"] == "" {
+				t.Fatalf("acme mcp lists %d tools: %v", len(tools), names)
 			}
 			env, _ := call(t, cs, names["Show the service's status"], map[string]any{"service": "api"})
 			if res, _ := env["commandResult"].(map[string]any); env["outcome"] != "succeeded" || fmt.Sprint(res["data"]) != "map[healthy:true service:api]" {

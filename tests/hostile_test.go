@@ -86,7 +86,14 @@ func (h *hostileHome) session(t *testing.T, task string) (*sdk.ClientSession, *e
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	tools, err := cs.ListTools(ctx, nil)
+	_, names := toolsByTitle(t, cs)
+	return cs, cmd, names
+}
+
+// toolsByTitle lists cs's tools, and their names by title.
+func toolsByTitle(t *testing.T, cs *sdk.ClientSession) ([]*sdk.Tool, map[string]string) {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +101,7 @@ func (h *hostileHome) session(t *testing.T, task string) (*sdk.ClientSession, *e
 	for _, tool := range tools.Tools {
 		names[tool.Title] = tool.Name
 	}
-	return cs, cmd, names
+	return tools.Tools, names
 }
 
 // call makes one tools/call and returns its envelope and the text of its
