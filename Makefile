@@ -43,8 +43,11 @@ vet:
 # rukh_VERSION_ARCH.deb here: rukh, rukhd, the systemd user units, completions
 # and man pages. packaging/ is its own module, so nfpm stays out of go.mod;
 # -mod=mod lets it follow the main module's requirements (replace ../).
+# An embedder's package: make deb NAME=acme MODULE=examples/acme (its
+# module, with cmd/acme and cmd/acmed) gives acme_VERSION_ARCH.deb.
 deb:
-	cd packaging && $(GO) run -mod=mod ./cmd/mkdeb -root $(CURDIR) -o $(CURDIR) -stamp '$(STAMP)'
+	cd packaging && $(GO) run -mod=mod ./cmd/mkdeb -root $(CURDIR) -o $(CURDIR) -stamp '$(STAMP)' \
+		$(if $(NAME),-name $(NAME)) $(if $(MODULE),-module $(abspath $(MODULE)))
 
 # Each fuzz target for FUZZTIME (go test fuzzes one target at a time).
 fuzz:
@@ -75,4 +78,4 @@ soak:
 
 clean:
 	rm -rf $(BIN) $(DEMOHOME)
-	rm -f rukh_*.deb
+	rm -f rukh_*.deb acme_*.deb

@@ -39,7 +39,6 @@ import (
 )
 
 const (
-	name    = "rukh"
 	summary = "Run trusted extension commands, for people and for agents"
 	long    = `Rukh runs installed, signed extension commands. Each command is
 declared once and presented twice: as a subcommand of rukh and, where the
@@ -54,6 +53,8 @@ systemctl --user enable --now rukhd.socket`
 // options say what to build and where.
 type options struct {
 	Root       string    // the repository root
+	Name       string    // the CLI's name: rukh, or an embedder's
+	Module     string    // the module whose cmd/NAME and cmd/NAMEd are built; Root when empty
 	OutDir     string    // where the .deb goes
 	Version    string    // Debian version; from git describe when empty
 	Maintainer string    // "Name <email>"
@@ -64,6 +65,8 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.Root, "root", "..", "the repository root (`make deb` runs mkdeb from packaging/)")
+	flag.StringVar(&o.Name, "name", "rukh", "the CLI's name: an embedder's package is NAME, with NAME, NAMEd, NAME-sandbox, its units, completions and man pages")
+	flag.StringVar(&o.Module, "module", "", "the embedder's module directory, with cmd/NAME and cmd/NAMEd (default: -root)")
 	flag.StringVar(&o.OutDir, "o", "", "directory to write rukh_VERSION_ARCH.deb to (default: the repository root)")
 	flag.StringVar(&o.Version, "version", "", "Debian package version (default: from git describe --tags --always --dirty)")
 	flag.StringVar(&o.Stamp, "stamp", "", "source stamp linked into both binaries (default: computed as the Makefile's STAMP)")
@@ -87,23 +90,36 @@ func build(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(root, "cmd", "rukhd")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(sandbox.SourcePath))); err != nil {
 		return "", fmt.Errorf("-root %s is not the rukh repository: %w", o.Root, err)
+	}
+	name := o.Name
+	if name == "" {
+		name = "rukh"
+	}
+	module := root
+	if o.Module != "" {
+		if module, err = filepath.Abs(o.Module); err != nil {
+			return "", err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(module, "cmd", name+"d")); err != nil {
+		return "", fmt.Errorf("%s has no cmd/%sd, the core's main: %w", module, name, err)
 	}
 	if o.OutDir == "" {
 		o.OutDir = root
 	}
 	if o.Version == "" {
-		o.Version = gitVersion(root)
+		o.Version = gitVersion(module)
 	}
 	if o.Maintainer == "" {
-		o.Maintainer = defaultMaintainer
+		o.Maintainer = renamed(defaultMaintainer, name)
 		if n, e := os.Getenv("DEBFULLNAME"), os.Getenv("DEBEMAIL"); n != "" && e != "" {
 			o.Maintainer = n + " <" + e + ">"
 		}
 	}
 	if o.MTime.IsZero() {
-		o.MTime = sourceTime(root)
+		o.MTime = sourceTime(module)
 	}
 
 	work, err := os.MkdirTemp("", "mkdeb-")
@@ -118,14 +134,14 @@ func build(o options) (string, error) {
 	// (docs/adr/0003-daemon.md).
 	stamp := o.Stamp
 	if stamp == "" {
-		if stamp, err = sourceStamp(root); err != nil {
+		if stamp, err = sourceStamp(module); err != nil {
 			return "", err
 		}
 	}
 	bin := filepath.Join(work, "bin")
 	ldflags := "-s -w -X " + stampVar + "=" + stamp
-	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", bin+string(filepath.Separator), "./cmd/rukh", "./cmd/rukhd")
-	gobuild.Dir = root
+	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", bin+string(filepath.Separator), "./cmd/"+name, "./cmd/"+name+"d")
+	gobuild.Dir = module
 	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if out, err := gobuild.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
@@ -136,10 +152,10 @@ func build(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := sandbox.BuildSource(src, filepath.Join(bin, "rukh-sandbox")); err != nil {
+	if err := sandbox.BuildSource(src, filepath.Join(bin, name+"-sandbox")); err != nil {
 		return "", err
 	}
-	rukh := filepath.Join(bin, "rukh")
+	rukh := filepath.Join(bin, name)
 
 	contents := files.Contents{}
 	add := func(src, dst string, mode fs.FileMode) {
@@ -148,10 +164,10 @@ func build(o options) (string, error) {
 			FileInfo: &files.ContentFileInfo{Owner: "root", Group: "root", Mode: mode, MTime: o.MTime},
 		})
 	}
-	add(rukh, "/usr/bin/rukh", 0o755)
-	add(filepath.Join(bin, "rukhd"), "/usr/bin/rukhd", 0o755)
-	// The enforcement helper: rukh finds it beside itself.
-	add(filepath.Join(bin, "rukh-sandbox"), "/usr/bin/rukh-sandbox", 0o755)
+	add(rukh, "/usr/bin/"+name, 0o755)
+	add(filepath.Join(bin, name+"d"), "/usr/bin/"+name+"d", 0o755)
+	// The enforcement helper: the CLI finds it beside itself.
+	add(filepath.Join(bin, name+"-sandbox"), "/usr/bin/"+name+"-sandbox", 0o755)
 
 	units := filepath.Join(work, "units")
 	if err := os.Mkdir(units, 0o755); err != nil {
@@ -162,7 +178,8 @@ func build(o options) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(filepath.Join(units, unit), data, 0o644); err != nil {
+		unit = renamed(unit, name)
+		if err := os.WriteFile(filepath.Join(units, unit), []byte(renamed(string(data), name)), 0o644); err != nil {
 			return "", err
 		}
 		add(filepath.Join(units, unit), "/usr/lib/systemd/user/"+unit, 0o644)
@@ -173,19 +190,19 @@ func build(o options) (string, error) {
 		return "", err
 	}
 	for _, c := range []struct{ shell, dst string }{
-		{"bash", "/usr/share/bash-completion/completions/rukh"},
-		{"zsh", "/usr/share/zsh/vendor-completions/_rukh"},
-		{"fish", "/usr/share/fish/vendor_completions.d/rukh.fish"},
+		{"bash", "/usr/share/bash-completion/completions/" + name},
+		{"zsh", "/usr/share/zsh/vendor-completions/_" + name},
+		{"fish", "/usr/share/fish/vendor_completions.d/" + name + ".fish"},
 	} {
 		src := filepath.Join(completions, c.shell)
-		if err := completion(rukh, c.shell, filepath.Join(work, "home"), src); err != nil {
+		if err := completion(rukh, name, c.shell, filepath.Join(work, "home"), src); err != nil {
 			return "", err
 		}
 		add(src, c.dst, 0o644)
 	}
 
 	man := filepath.Join(work, "man")
-	pages, err := manPages(man, filepath.Join(root, "packaging", "man"), o.Version, o.MTime)
+	pages, err := manPages(man, filepath.Join(root, "packaging", "man"), name, o.Version, o.MTime)
 	if err != nil {
 		return "", err
 	}
@@ -202,7 +219,7 @@ func build(o options) (string, error) {
 		Section:       "utils",
 		Priority:      "optional",
 		Maintainer:    o.Maintainer,
-		Description:   summary + "\n" + long,
+		Description:   renamed(summary+"\n"+long, name),
 		MTime:         o.MTime,
 		// The bash completion is loaded by bash-completion; the other
 		// shells need nothing.
@@ -229,17 +246,17 @@ func build(o options) (string, error) {
 
 // completion writes what `rukh completion SHELL` prints to dst. A
 // throwaway RUKH_HOME makes sure it reads nothing of the builder's own.
-func completion(rukh, shell, home, dst string) error {
+func completion(rukh, name, shell, home, dst string) error {
 	cmd := exec.Command(rukh, "completion", shell)
 	cmd.Env = append(os.Environ(), paths.HomeEnv(name)+"="+home)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("rukh completion %s: %v\n%s", shell, err, stderr.Bytes())
+		return fmt.Errorf("%s completion %s: %v\n%s", name, shell, err, stderr.Bytes())
 	}
 	if len(out) == 0 {
-		return fmt.Errorf("rukh completion %s printed nothing", shell)
+		return fmt.Errorf("%s completion %s printed nothing", name, shell)
 	}
 	return os.WriteFile(dst, out, 0o644)
 }
@@ -252,7 +269,7 @@ func completion(rukh, shell, home, dst string) error {
 // The pages in handwritten (rukh.1 with FILES, ENVIRONMENT and EXIT
 // STATUS; rukhd.1, which the units name) replace or join the generated
 // ones, with the version and date filled into their .TH line.
-func manPages(dir, handwritten, version string, date time.Time) ([]string, error) {
+func manPages(dir, handwritten, name, version string, date time.Time) ([]string, error) {
 	f := &cli.Factory{
 		Name:    name,
 		IO:      cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
@@ -274,7 +291,8 @@ func manPages(dir, handwritten, version string, date time.Time) ([]string, error
 	if err := os.MkdirAll(raw, 0o755); err != nil {
 		return nil, err
 	}
-	header := &doc.GenManHeader{Section: "1", Date: &date, Source: name + " " + version, Manual: "Rukh Manual"}
+	manual := renamed("Rukh Manual", name)
+	header := &doc.GenManHeader{Section: "1", Date: &date, Source: name + " " + version, Manual: manual}
 	if err := doc.GenManTree(root, header, raw); err != nil {
 		return nil, err
 	}
@@ -287,9 +305,10 @@ func manPages(dir, handwritten, version string, date time.Time) ([]string, error
 		if err != nil {
 			return nil, err
 		}
-		th := fmt.Sprintf(`"%s" "%s %s" "Rukh Manual"`, date.UTC().Format("Jan 2006"), name, version)
-		data = bytes.Replace(data, []byte(`"" "" "Rukh Manual"`), []byte(th), 1)
-		if err := os.WriteFile(filepath.Join(raw, filepath.Base(src)), data, 0o644); err != nil {
+		th := fmt.Sprintf(`"%s" "%s %s" "%s"`, date.UTC().Format("Jan 2006"), name, version, manual)
+		data = []byte(renamed(string(data), name))
+		data = bytes.Replace(data, []byte(`"" "" "`+manual+`"`), []byte(th), 1)
+		if err := os.WriteFile(filepath.Join(raw, renamed(filepath.Base(src), name)), data, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -323,6 +342,50 @@ func manPages(dir, handwritten, version string, date time.Time) ([]string, error
 		pages = append(pages, page)
 	}
 	return pages, nil
+}
+
+// formatSuffixes follow "rukh" in the format identifiers, which keep it
+// whatever the CLI's name: rukh.extension/2, rukh-extension.json,
+// rukh.ipc/1, rukh-release.json and .sig, rukh.release/1,
+// rukh.signature/1, and the channel's RUKH_IPC_FD, RUKH_IPC_TOKEN,
+// RUKH_INVOCATION_ID and RUKH_COMMAND.
+var formatSuffixes = []string{".extension/", "-extension.json", ".ipc/", "-release.", ".release/", ".signature/",
+	"_IPC_", "_INVOCATION_ID", "_COMMAND"}
+
+// renamed is text with the reference CLI's name replaced by name, as
+// spelt: rukh, Rukh (the product, capitalized) and RUKH (the variables'
+// prefix, NAME_HOME), format identifiers aside.
+func renamed(text, name string) string {
+	if name == "rukh" {
+		return text
+	}
+	title := strings.ToUpper(name[:1]) + name[1:]
+	upper := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	var b strings.Builder
+	for {
+		i := strings.Index(strings.ToLower(text), "rukh")
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		b.WriteString(text[:i])
+		word, rest := text[i:i+4], text[i+4:]
+		keep := false
+		for _, f := range formatSuffixes {
+			keep = keep || strings.HasPrefix(strings.ToLower(rest), strings.ToLower(f))
+		}
+		switch {
+		case keep:
+			b.WriteString(word)
+		case word == "RUKH":
+			b.WriteString(upper)
+		case word == "Rukh":
+			b.WriteString(title)
+		default:
+			b.WriteString(name)
+		}
+		text = rest
+	}
 }
 
 // gitVersion is the Debian version of the checkout: debVersion of

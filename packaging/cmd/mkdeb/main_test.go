@@ -397,3 +397,94 @@ func TestDeb(t *testing.T) {
 		}
 	})
 }
+
+// TestDebEmbedder builds the package of the example embedder acme
+// (examples/acme, -name acme -module): its binaries, units, completions
+// and man pages are acme's, and nothing it installs names rukh, in a path
+// or in a text, format identifiers aside.
+func TestDebEmbedder(t *testing.T) {
+	dpkgDeb := need(t, "dpkg-deb", "dpkg")
+	root := filepath.Join("..", "..", "..")
+	deb, err := build(options{Root: root, Name: "acme", Module: filepath.Join(root, "examples", "acme"), OutDir: t.TempDir(), Version: "1.2.0", Stamp: "0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "acme_1.2.0_" + debArch() + ".deb"; filepath.Base(deb) != want {
+		t.Errorf("package file %s, want %s", filepath.Base(deb), want)
+	}
+	control, err := exec.Command(dpkgDeb, "-I", deb, "control").Output()
+	if err != nil {
+		t.Fatalf("dpkg-deb -I: %v", err)
+	}
+	if n := rukhsIn(string(control)); n > 0 || !strings.Contains(string(control), "Package: acme") {
+		t.Errorf("control names rukh %d times:\n%s", n, control)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(dpkgDeb, "-x", deb, dir).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -x: %v\n%s", err, out)
+	}
+	var paths []string
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = "/" + filepath.ToSlash(rel)
+		paths = append(paths, rel)
+		if strings.Contains(rel, "rukh") {
+			t.Errorf("the package installs %s", rel)
+		}
+		if strings.HasPrefix(rel, "/usr/bin/") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(rel, ".gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				return err
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				return err
+			}
+		}
+		if n := rukhsIn(string(data)); n > 0 {
+			t.Errorf("%s names rukh %d times", rel, n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"/usr/bin/acme", "/usr/bin/acmed", "/usr/bin/acme-sandbox",
+		"/usr/lib/systemd/user/acmed.socket", "/usr/lib/systemd/user/acmed.service", "/usr/lib/systemd/user/acme-mcp-http@.service",
+		"/usr/share/bash-completion/completions/acme", "/usr/share/man/man1/acme.1.gz", "/usr/share/man/man1/acmed.1.gz"} {
+		if !slices.Contains(paths, want) {
+			t.Errorf("the package has no %s; it has %v", want, paths)
+		}
+	}
+	out, err := exec.Command(filepath.Join(dir, "usr", "bin", "acme"), "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "acme ") {
+		t.Errorf("the packaged acme version: %v\n%s", err, out)
+	}
+}
+
+// rukhsIn counts the names rukh in text that are not format identifiers.
+func rukhsIn(text string) int {
+	n := 0
+	lower := strings.ToLower(text)
+	for i := strings.Index(lower, "rukh"); i >= 0; i = strings.Index(lower, "rukh") {
+		rest := lower[i+4:]
+		format := false
+		for _, f := range formatSuffixes {
+			format = format || strings.HasPrefix(rest, strings.ToLower(f))
+		}
+		if !format {
+			n++
+		}
+		lower = rest
+	}
+	return n
+}
