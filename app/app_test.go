@@ -190,3 +190,24 @@ func TestEmbedderNameInMessages(t *testing.T) {
 		t.Errorf("stderr names rukh outside the home's path: %q", rest)
 	}
 }
+
+// A core whose built-in is declared wrongly does not run: every command
+// line exits 70 naming the built-in and the field, before the store is
+// touched.
+func TestBadBuiltinStopsTheCore(t *testing.T) {
+	t.Cleanup(func() { cliname.Set(app.Rukh.Name) })
+	cfg := app.Config{Name: "acme", Builtins: []app.Builtin{{
+		Declaration: `{"id":"status","path":["status"],"summary":"S","inputs":[{"id":"x","type":"strin"}],"result":{"kind":"text"},"effects":{"class":"none"}}`,
+	}}}
+	home := t.TempDir()
+	var errOut bytes.Buffer
+	ios := cli.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut}
+	got := app.Run(context.Background(), cfg, []string{"ext", "list"}, ios, environ("ACME_HOME", home))
+	want := `acme: built-in command "status" is declared wrongly: /commands/0/inputs/0/type: invalid_input_type: "strin" is not an input type`
+	if got != 70 || !strings.HasPrefix(errOut.String(), want) {
+		t.Errorf("exit %d, stderr %q; want 70 and %q…", got, errOut.String(), want)
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("the home was written: %v", entries)
+	}
+}

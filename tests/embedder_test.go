@@ -235,3 +235,48 @@ func acmeSession(t *testing.T, h *acmeHome) *sdk.ClientSession {
 	}
 	return cs
 }
+
+// Built-ins that misbehave are recorded as an extension's program would
+// be, on both hosts: a result its schema refuses is execution_failed
+// (exit 70) and nothing of it is printed; one that ignores cancellation
+// and SIGTERM is stopped at its deadline, cancelled/deadline (exit 124).
+func TestEmbedderBuiltinsMisbehave(t *testing.T) {
+	dir := testhome.TempDir(t)
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./testdata/tough/tough", "./testdata/tough/toughd")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build tough: %v\n%s", err, out)
+	}
+	if err := sandbox.Build(filepath.Join(dir, "tough-sandbox")); err != nil {
+		t.Fatal(err)
+	}
+	for _, daemon := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in-process", true: "daemon"}[daemon], func(t *testing.T) {
+			h := &acmeHome{acme: filepath.Join(dir, "tough"), home: filepath.Join(testhome.TempDir(t), "home")}
+			h.env = append(os.Environ(), "TOUGH_HOME="+h.home)
+			if daemon {
+				if out, code := h.run(t, "daemon", "start"); code != 0 {
+					t.Fatalf("tough daemon start: exit %d: %s", code, out)
+				}
+				t.Cleanup(func() { h.run(t, "daemon", "stop") })
+			}
+			if out, code := h.run(t, "wrong"); code != 70 || strings.Contains(out, "not a number") || !strings.Contains(out, "result") {
+				t.Errorf("tough wrong: exit %d: %s; want 70, the result refused", code, out)
+			}
+			if out, code := h.run(t, "hang"); code != 124 {
+				t.Errorf("tough hang: exit %d: %s; want 124", code, out)
+			}
+			out, _ := h.run(t, "invocations", "list", "--json")
+			var recs []map[string]any
+			if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs) != 2 {
+				t.Fatalf("invocations list: %v\n%s", err, out)
+			}
+			if r := recs[1]; r["outcome"] != "execution_failed" || r["reason"] != "result_invalid" {
+				t.Errorf("the record of wrong: %v", r)
+			}
+			if r := recs[0]; r["outcome"] != "cancelled" || r["reason"] != "deadline" {
+				t.Errorf("the record of hang: %v", r)
+			}
+		})
+	}
+}
