@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"fmt"
-	"github.com/rukh-cli/rukh/internal/cliname"
 	"io/fs"
 	"maps"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/profile"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"github.com/rukh-cli/rukh/store"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/trust"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/cli"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/store"

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/envpolicy"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/spf13/cobra"

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"errors"
-	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/local"
 )
 

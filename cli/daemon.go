@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/thin"

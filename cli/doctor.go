@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"path/filepath"
 
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/store"

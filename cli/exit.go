@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
 )

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/store"
 )

@@ -3,12 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/spf13/cobra"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/trust"
 	"github.com/spf13/cobra"

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/rukh-cli/rukh/descriptor"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/local"

@@ -7,18 +7,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
-	"github.com/rukh-cli/rukh/store"
 	"io"
 	"path/filepath"
 
 	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/seam"
+	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
 )
 
@@ -91,10 +91,7 @@ func (f *Factory) Host() (*local.Host, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &ExitError{Status: exitcode.TempFail, Err: err}
 	}
-	h, err := f.newLocal(p, true)
-	if err != nil {
-		return nil, err
-	}
+	h := f.newLocal(p, true)
 	// A daemon started while this command line's call runs records its
 	// outcome at once (client.Settler).
 	h.FinishThrough(client.Settler(thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}))
@@ -102,24 +99,32 @@ func (f *Factory) Host() (*local.Host, error) {
 	return h, nil
 }
 
-// newLocal is an in-process host of the data directory in p, which runs
-// the built-in commands once ensure has them installed.
-func (f *Factory) newLocal(p paths.Paths, ensure bool) (*local.Host, error) {
+// newLocal is an in-process host of the data directory in p. With ensure
+// it first installs the embedder's built-ins if the active revision does
+// not run them yet; what fails is said, and the CLI goes on without them
+// (the owner must still be able to `ext deactivate` a release whose route
+// a new built-in takes). A store another process holds is the daemon's,
+// or briefly another command line's, which install them themselves.
+func (f *Factory) newLocal(p paths.Paths, ensure bool) *local.Host {
 	h := local.New(p.Data)
 	h.Hide(p.Data, p.Config, p.Runtime)
 	if f.Builtins != nil && ensure {
-		// A store another process holds is rukhd's (or, briefly, another
-		// command line's), which ensured them itself: `mcp` then sends
-		// every operation there.
-		// Anything else is said, and the CLI goes on without them: the
-		// owner must be able to run `ext deactivate` on a release whose
-		// route a new built-in takes.
 		var locked *store.LockedError
 		if err := h.EnsureBuiltins(context.Background(), f.Builtins); err != nil && !errors.As(err, &locked) {
 			fmt.Fprintf(f.IO.ErrOut, "%s: the built-in commands are not active: %v\n", f.Name, err)
 		}
 	}
-	return h, nil
+	return h
+}
+
+// daemonAnswers reports whether a daemon answers at d (of this build or
+// not): it holds the store.
+func daemonAnswers(d thin.Dialer) bool {
+	s, err := d.Connect(context.Background())
+	if s != nil {
+		s.Close()
+	}
+	return s != nil || err != nil
 }
 
 // Abs makes a path the user typed absolute against the working directory
@@ -147,21 +152,9 @@ func (f *Factory) ToolHost() (seam.ToolHost, error) {
 		return nil, &ExitError{Status: exitcode.TempFail, Err: err}
 	}
 	d := thin.Dialer{Socket: p.Socket(f.Name), Name: f.Name, Build: buildid.ID()}
-	served := false
-	if f.Builtins == nil {
-		// Nothing to install: no need to ask.
-	} else if s, err := d.Connect(context.Background()); s != nil || err != nil {
-		// A daemon holds the store (and ran the built-ins' install when
-		// it started): the in-process host is only the fallback.
-		served = true
-		if s != nil {
-			s.Close()
-		}
-	}
-	h, err := f.newLocal(p, !served)
-	if err != nil {
-		return nil, err
-	}
+	// With a daemon serving, the in-process host is only the fallback,
+	// and the daemon installed the built-ins when it started.
+	h := f.newLocal(p, f.Builtins != nil && !daemonAnswers(d))
 	return client.NewAuto(d, h), nil
 }
 

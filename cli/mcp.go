@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"log/slog"
 	"os"
 
 	"github.com/rukh-cli/rukh/client"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/mcp"
 	"github.com/rukh-cli/rukh/mcp/guard"

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
-	"github.com/rukh-cli/rukh/thin"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/rukh-cli/rukh/exitcode"
+	"github.com/rukh-cli/rukh/thin"
 	"github.com/spf13/cobra"
 )
 

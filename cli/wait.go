@@ -3,11 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/exitcode"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/wire"
 	"github.com/spf13/cobra"

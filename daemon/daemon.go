@@ -8,10 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/envpolicy"
-	"github.com/rukh-cli/rukh/exitcode"
-	"github.com/rukh-cli/rukh/invoke"
-	"golang.org/x/time/rate"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -24,11 +20,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rukh-cli/rukh/envpolicy"
+	"github.com/rukh-cli/rukh/exitcode"
+	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/local"
 	"github.com/rukh-cli/rukh/paths"
 	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/wire"
+	"golang.org/x/time/rate"
 )
 
 // Server serves one data directory to its owner's clients.

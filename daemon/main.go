@@ -5,8 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/exitcode"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/fds"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/rukh-cli/rukh/app"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/daemon"
 	"github.com/rukh-cli/rukh/internal/buildid"

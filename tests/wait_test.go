@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/app"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/client"
 	"github.com/rukh-cli/rukh/daemon"
 	"github.com/rukh-cli/rukh/internal/buildid"
