@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -60,7 +61,7 @@ func TestDependencies(t *testing.T) {
 	}
 }
 
-var updateDeps = flag.Bool("update", false, "rewrite ../cmd/rukh/depaware.txt from what cmd/rukh links")
+var updateDeps = flag.Bool("update", false, "rewrite cmd/rukh/depaware.txt and cmd/rukhd/depaware.txt from what they link")
 
 // TestThinClientDeps: the thin `rukh` links exactly the packages listed in
 // cmd/rukh/depaware.txt — leaf packages of this module and what they
@@ -68,13 +69,28 @@ var updateDeps = flag.Bool("update", false, "rewrite ../cmd/rukh/depaware.txt fr
 // not even package net: wire dials with socket(2) itself), so it starts
 // about as fast as a program that does nothing. A change that
 // makes it link more fails here; if that is meant, `go test ./tests -run
-// TestThinClientDeps -update` rewrites the list for the reviewer to see.
-// The standard library is checked by its absentees, since its internal
-// packages change with the Go version.
+// 'TestThinClientDeps|TestCoreDeps' -update` rewrites the list for the
+// reviewer to see. The standard library is checked by its absentees, since
+// its internal packages change with the Go version.
 func TestThinClientDeps(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "../cmd/rukh").Output()
+	got := nonStdDeps(t, "rukh", "net", "net/http", "encoding/json", "crypto/tls", "text/template")
+	checkDepaware(t, "rukh", got)
+}
+
+// TestCoreDeps: the core rukhd links the packages listed in
+// cmd/rukhd/depaware.txt, and nothing more arrives unseen: a new module
+// (or a package of one) in the core's build is a reviewed change.
+func TestCoreDeps(t *testing.T) {
+	checkDepaware(t, "rukhd", nonStdDeps(t, "rukhd"))
+}
+
+// nonStdDeps lists what cmd/NAME links outside the standard library,
+// sorted; linking one of forbidden (standard packages) is an error.
+func nonStdDeps(t *testing.T, name string, forbidden ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "../cmd/"+name).Output()
 	if err != nil {
-		t.Fatalf("go list -deps ../cmd/rukh: %v", err)
+		t.Fatalf("go list -deps ../cmd/%s: %v", name, err)
 	}
 	var got []string
 	for _, dep := range strings.Fields(string(out)) {
@@ -82,13 +98,20 @@ func TestThinClientDeps(t *testing.T) {
 		switch {
 		case strings.Contains(first, "."):
 			got = append(got, dep)
-		case dep == "net", dep == "net/http", dep == "encoding/json", dep == "crypto/tls", dep == "text/template":
-			t.Errorf("cmd/rukh links %s, which the thin client must not", dep)
+		case slices.Contains(forbidden, dep):
+			t.Errorf("cmd/%s links %s, which it must not", name, dep)
 		}
 	}
 	sort.Strings(got)
-	text := "# What cmd/rukh links besides the standard library (tests/deps_test.go).\n" + strings.Join(got, "\n") + "\n"
-	golden := filepath.Join("..", "cmd", "rukh", "depaware.txt")
+	return got
+}
+
+// checkDepaware compares got with cmd/NAME/depaware.txt (rewritten with
+// -update).
+func checkDepaware(t *testing.T, name string, got []string) {
+	t.Helper()
+	text := "# What cmd/" + name + " links besides the standard library (tests/deps_test.go).\n" + strings.Join(got, "\n") + "\n"
+	golden := filepath.Join("..", "cmd", name, "depaware.txt")
 	if *updateDeps {
 		if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -99,6 +122,6 @@ func TestThinClientDeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(want) != text {
-		t.Errorf("cmd/rukh links other packages than %s lists:\n got:\n%s\nwant:\n%s\n(rerun with -update if that is meant)", golden, text, want)
+		t.Errorf("cmd/%s links other packages than %s lists:\n got:\n%s\nwant:\n%s\n(rerun with -update if that is meant)", name, golden, text, want)
 	}
 }
