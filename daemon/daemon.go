@@ -238,7 +238,9 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			return err
 		}
 		pause = 0
-		if int(s.conns.Load()) >= s.maxConns+s.waiting.max+s.maxManage {
+		// Connections evicted from the waiting pool have closed their
+		// descriptor already; only their goroutine is left to end.
+		if int(s.conns.Load())-s.waiting.evictedOpen() >= s.maxConns+s.waiting.max+s.maxManage {
 			s.warnf("refused a connection: holding as many as it may", "limit", s.maxConns)
 			go refuseBusy(c, s.Name, s.maxConns)
 			continue

@@ -30,6 +30,9 @@ type waitingPool struct {
 	max    int
 	order  *list.List // of *waiter, oldest first
 	byPeer map[int]int
+	// closing counts the evicted connections whose goroutine has not
+	// ended yet: their descriptor is closed, so they hold no place.
+	closing int
 }
 
 // A waiter is one waiting connection.
@@ -74,6 +77,7 @@ func (p *waitingPool) evictLocked() {
 		if p.byPeer[w.pid] == most {
 			p.removeLocked(w)
 			w.evicted = true
+			p.closing++
 			w.conn.Close()
 			return
 		}
@@ -93,6 +97,10 @@ func (p *waitingPool) leave(w *waiter) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w.evicted {
+		if !w.left {
+			w.left = true
+			p.closing--
+		}
 		return false
 	}
 	if !w.left {
@@ -100,6 +108,14 @@ func (p *waitingPool) leave(w *waiter) bool {
 		p.removeLocked(w)
 	}
 	return true
+}
+
+// evictedOpen reports how many evicted connections are still being ended
+// by their goroutine.
+func (p *waitingPool) evictedOpen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closing
 }
 
 // len reports how many connections wait.

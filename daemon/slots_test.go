@@ -28,7 +28,8 @@ func unixConn(t *testing.T) *net.UnixConn {
 
 // A full pool makes room by closing the oldest connection of the peer
 // that holds the most; a connection that left is not counted, and one
-// evicted is told so when it tries to leave.
+// evicted is told so when it tries to leave, and counted as being ended
+// until it does (its descriptor is closed: it holds no place).
 func TestWaitingPoolEvicts(t *testing.T) {
 	p := newWaitingPool(4)
 	flood := []*waiter{}
@@ -43,8 +44,14 @@ func TestWaitingPoolEvicts(t *testing.T) {
 	if _, n := p.enter(unixConn(t), 300); n != 1 {
 		t.Fatal("a full pool made no room")
 	}
+	if n := p.evictedOpen(); n != 1 {
+		t.Errorf("%d evicted connections being ended, want 1", n)
+	}
 	if p.leave(flood[0]) {
 		t.Error("the flooder's oldest connection was not the one evicted")
+	}
+	if n := p.evictedOpen(); n != 0 || p.leave(flood[0]) {
+		t.Errorf("after its goroutine left: %d evicted connections being ended, want 0", n)
 	}
 	if _, err := flood[0].conn.Write([]byte{0}); err == nil {
 		t.Error("an evicted connection is still open")

@@ -199,7 +199,9 @@ func TestEmbedderBuiltins(t *testing.T) {
 			for _, args := range [][]string{{"version"}, {"doctor"}, {"ext", "list"}, {"nosuch"}, {"status", "--bogus"}, {"daemon", "status"}} {
 				h.run(t, args...)
 			}
-			said := h.said.String()
+			// The test's own directories are no part of what acme says
+			// (under .ci/nonroot, TMPDIR is /var/tmp/rukh-test).
+			said := strings.ReplaceAll(h.said.String(), os.TempDir(), "$TMPDIR")
 			for _, format := range []string{"rukh.extension/1", "rukh.extension/2", "rukh.ipc/1"} {
 				said = strings.ReplaceAll(said, format, "")
 			}
