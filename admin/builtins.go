@@ -49,6 +49,31 @@ type Builtins struct {
 	// revision is never changed by them.
 	Publishers []Publisher
 	Profile    []byte
+
+	valid bool   // Validate found nothing wrong
+	desc  []byte // the descriptor Validate checked
+}
+
+// Validate checks the declarations with the descriptor validator and
+// what b brings besides them (Check), once: EnsureBuiltins then reuses
+// the descriptor, so a process that validated b at start does not do it
+// again for its host.
+func (b *Builtins) Validate() error {
+	if b.valid {
+		return nil
+	}
+	if len(b.Commands) > 0 {
+		desc, err := b.Descriptor()
+		if err != nil {
+			return err
+		}
+		b.desc = desc
+	}
+	if err := b.Check(); err != nil {
+		return err
+	}
+	b.valid = true
+	return nil
 }
 
 // Publisher is a publisher an embedder trusts out of the box.
@@ -190,7 +215,7 @@ func (b *Builtins) blame(err error) error {
 // it reads one record and changes nothing; otherwise it builds the
 // release and installs and activates it as one new revision.
 func (a *Admin) EnsureBuiltins(ctx context.Context, b *Builtins) error {
-	if err := b.Check(); err != nil {
+	if err := b.Validate(); err != nil {
 		return err
 	}
 	seeding := len(b.Publishers) > 0 || b.Profile != nil
@@ -203,10 +228,7 @@ func (a *Admin) EnsureBuiltins(ctx context.Context, b *Builtins) error {
 		}
 		return a.applyStartingProfile(b)
 	}
-	desc, err := b.Descriptor()
-	if err != nil {
-		return err
-	}
+	desc := b.desc
 	key, err := builtinKey(b.Exe, desc)
 	if err != nil {
 		return err

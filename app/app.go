@@ -103,12 +103,7 @@ func (c Config) builtins() (*admin.Builtins, error) {
 		b.Publishers = append(b.Publishers, admin.Publisher{Name: p.Name, Key: p.Key})
 	}
 	b.Profile = c.Profile
-	if len(b.Commands) > 0 {
-		if _, err := b.Descriptor(); err != nil {
-			return nil, err
-		}
-	}
-	if err := b.Check(); err != nil {
+	if err := b.Validate(); err != nil {
 		return nil, err
 	}
 	return b, nil
