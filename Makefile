@@ -22,8 +22,8 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
 	# The enforcement helper starts before every restricted or strict
-	# command: C without libc (sandbox/helper), built with $$CC or cc.
-	$(GO) run ./internal/mksandbox -o $(BIN)/rukh-sandbox
+	# command: C without libc (internal/run/sandbox/helper), built with $$CC or cc.
+	$(GO) run ./cmd/mksandbox -o $(BIN)/rukh-sandbox
 	$(GO) build -o examples/hello-go/bin/hello ./examples/hello-go
 
 # The owner flow on a throwaway RUKH_HOME (./.demo), never your own.
@@ -51,23 +51,23 @@ deb:
 
 # Each fuzz target for FUZZTIME (go test fuzzes one target at a time).
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./descriptor/
-	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./resultschema/
-	$(GO) test -run='^$$' -fuzz='^FuzzValidateResult$$' -fuzztime=$(FUZZTIME) ./resultschema/
-	$(GO) test -run='^$$' -fuzz='^FuzzArguments$$' -fuzztime=$(FUZZTIME) ./values/
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./internal/release/descriptor/
+	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./internal/release/resultschema/
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateResult$$' -fuzztime=$(FUZZTIME) ./internal/release/resultschema/
+	$(GO) test -run='^$$' -fuzz='^FuzzArguments$$' -fuzztime=$(FUZZTIME) ./internal/release/values/
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/strictjson/
-	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRecord$$' -fuzztime=$(FUZZTIME) ./store/
-	$(GO) test -run='^$$' -fuzz='^FuzzUnpack$$' -fuzztime=$(FUZZTIME) ./trust/
-	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./trust/
-	$(GO) test -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./extproto/
-	$(GO) test -run='^$$' -fuzz='^FuzzParseInvoke$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./extproto/
-	$(GO) test -run='^$$' -fuzz='^FuzzGuardRead$$' -fuzztime=$(FUZZTIME) ./mcp/guard/
-	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./wire/
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRecord$$' -fuzztime=$(FUZZTIME) ./internal/core/store/
+	$(GO) test -run='^$$' -fuzz='^FuzzUnpack$$' -fuzztime=$(FUZZTIME) ./internal/release/trust/
+	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./internal/release/trust/
+	$(GO) test -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./internal/release/extproto/
+	$(GO) test -run='^$$' -fuzz='^FuzzParseInvoke$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./internal/release/extproto/
+	$(GO) test -run='^$$' -fuzz='^FuzzGuardRead$$' -fuzztime=$(FUZZTIME) ./internal/mcp/guard/
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./internal/daemon/wire/
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./descriptor/ ./resultschema/ ./values/ ./store/ ./projection/ ./extproto/ ./invoke/ ./mcp/guard/ ./wire/
+	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./internal/release/descriptor/ ./internal/release/resultschema/ ./internal/release/values/ ./internal/core/store/ ./internal/core/projection/ ./internal/release/extproto/ ./internal/core/invoke/ ./internal/mcp/guard/ ./internal/daemon/wire/
 	$(GO) test -run='^$$' -bench=BenchmarkCLI -benchtime=40x -count=5 ./tests/
-	$(GO) test -run='^$$' -bench='BenchmarkList|BenchmarkCall' -benchtime=20x -count=5 ./mcp/
+	$(GO) test -run='^$$' -bench='BenchmarkList|BenchmarkCall' -benchtime=20x -count=5 ./internal/mcp/
 
 # 10,000 MCP calls across 20 sessions with kill -9 of children and of
 # rukh mcp processes and profile changes under them (tests/soak_test.go);

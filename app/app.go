@@ -11,18 +11,18 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/cli"
-	"github.com/rukh-cli/rukh/daemon"
-	"github.com/rukh-cli/rukh/envpolicy"
-	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/extsdk"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/internal/cli"
 	"github.com/rukh-cli/rukh/internal/cliname"
+	"github.com/rukh-cli/rukh/internal/core/admin"
+	"github.com/rukh-cli/rukh/internal/core/invoke"
+	"github.com/rukh-cli/rukh/internal/core/local"
+	"github.com/rukh-cli/rukh/internal/daemon"
+	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/fds"
-	"github.com/rukh-cli/rukh/invoke"
-	"github.com/rukh-cli/rukh/local"
-	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/internal/paths"
+	"github.com/rukh-cli/rukh/internal/run/envpolicy"
 	"github.com/rukh-cli/rukh/thin"
 )
 
@@ -109,14 +109,10 @@ func (c Config) builtins() (*admin.Builtins, error) {
 	return b, nil
 }
 
-// Builtins checks cfg's built-in declarations and returns their release
-// (nil without any): what a core of cfg installs when it starts.
-func Builtins(cfg Config) (*admin.Builtins, error) { return cfg.builtins() }
-
-// RunBuiltin runs the built-in command id of cfg in this process, which
+// runBuiltinID runs the built-in command id of cfg in this process, which
 // its host started as `NAMEd --builtin ID` with the rukh.ipc/1 channel,
 // and returns the exit status.
-func RunBuiltin(cfg Config, id string) int {
+func runBuiltinID(cfg Config, id string) int {
 	for _, bi := range cfg.Builtins {
 		var d struct {
 			ID string `json:"id"`
@@ -145,7 +141,7 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 // Main is the main of the core binary, NAMEd, for the CLI cfg names,
 // with the process's streams, environment and signals; it returns the
 // exit status. With thin.CoreFlag first it runs one command line in this
-// process (Local), which the thin client execs when no daemon serves it;
+// process, which the thin client execs when no daemon serves it;
 // with admin.BuiltinFlag ID, one built-in command for its host; otherwise
 // it is the daemon (package daemon), which runs forwarded command lines
 // with the same CLI. An embedder's core main is this one call:
@@ -155,9 +151,9 @@ func Main(cfg Config, args []string) int {
 	fds.MarkInherited()
 	switch {
 	case len(args) > 0 && args[0] == thin.CoreFlag:
-		return Local(cfg, args[1:])
+		return oneShot(cfg, args[1:])
 	case len(args) == 2 && args[0] == admin.BuiltinFlag:
-		return RunBuiltin(cfg, args[1])
+		return runBuiltinID(cfg, args[1])
 	}
 	b, err := cfg.builtins()
 	if err != nil {
@@ -168,8 +164,18 @@ func Main(cfg Config, args []string) int {
 }
 
 // Runner is what a daemon of cfg runs forwarded command lines with: the
-// CLI (tests that serve a daemon.Server in their own process use it).
-func Runner(cfg Config) daemon.Runner { return runner(cfg, nil) }
+// CLI, with cfg's built-ins. It is for this module's tests, which serve a
+// daemon.Server in their own process; an embedder calls Main.
+func Runner(cfg Config) daemon.Runner {
+	b, err := cfg.builtins()
+	if err != nil {
+		return func(_ context.Context, c *daemon.CommandLine) int {
+			fmt.Fprintf(c.Err, "%sd: %v\n", cfg.Name, err)
+			return exitcode.Software
+		}
+	}
+	return runner(cfg, b)
+}
 
 // runner runs the daemon's forwarded command lines with the CLI.
 func runner(cfg Config, b *admin.Builtins) daemon.Runner {
@@ -203,12 +209,12 @@ func Single(cfg Config, args []string) int {
 	if status, ok := thin.Forward(cfg.Name, args); ok {
 		return status
 	}
-	return Local(cfg, args)
+	return oneShot(cfg, args)
 }
 
-// Local runs the command line in this process, with the process's
+// oneShot runs the command line in this process, with the process's
 // streams, environment and signals.
-func Local(cfg Config, args []string) int {
+func oneShot(cfg Config, args []string) int {
 	// A command line runs at most one extension command, so everything
 	// below this process belongs to it: it adopts what that command
 	// leaves behind and kills it when the call ends.
@@ -241,12 +247,12 @@ func Local(cfg Config, args []string) int {
 		syscall.Kill(os.Getpid(), syscall.SIGINT)
 	}()
 	ctx = invoke.WithAbort(ctx, abort)
-	return Run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Environ())
+	return run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Environ())
 }
 
-// Run runs the CLI in this process with explicit streams and environment
-// ("KEY=value" pairs), for tests and embedders.
-func Run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, environ []string) int {
+// run runs the CLI in this process with explicit streams and environment
+// ("KEY=value" pairs).
+func run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, environ []string) int {
 	cliname.Set(cfg.Name)
 	getenv := envpolicy.Lookup(environ)
 	dir, _ := os.Getwd()

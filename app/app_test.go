@@ -14,11 +14,11 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/rukh-cli/rukh/app"
-	"github.com/rukh-cli/rukh/cli"
-	"github.com/rukh-cli/rukh/exitcode"
+	"github.com/rukh-cli/rukh/internal/cli"
 	"github.com/rukh-cli/rukh/internal/cliname"
-	"github.com/rukh-cli/rukh/paths"
-	"github.com/rukh-cli/rukh/store"
+	"github.com/rukh-cli/rukh/internal/core/store"
+	"github.com/rukh-cli/rukh/internal/exitcode"
+	"github.com/rukh-cli/rukh/internal/paths"
 )
 
 func env(kv ...string) func(string) string {

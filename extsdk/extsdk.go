@@ -36,7 +36,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/release/extproto"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
 

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/extproto"
-	"github.com/rukh-cli/rukh/values"
+	"github.com/rukh-cli/rukh/internal/release/extproto"
+	"github.com/rukh-cli/rukh/internal/release/values"
 )
 
 const testToken = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"

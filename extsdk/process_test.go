@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/release/extproto"
 )
 
 // childEnv selects the handler the test binary runs with Run when a test

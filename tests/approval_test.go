@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/internal/core/admin"
 	"io"
 	"os"
 	"os/exec"

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/release/extproto"
+	"github.com/rukh-cli/rukh/internal/run/sandbox"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/sandbox"
 )
 
 // BenchmarkCLI measures, in one run, an empty Go program and `rukh

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rukh-cli/rukh/internal/core/store"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/store"
 )
 
 // stampExt is a managed extension whose text result says when it started

@@ -20,10 +20,10 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/internal/core/invoke"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/invoke"
 	"github.com/rukh-cli/rukh/thin"
-	"github.com/rukh-cli/rukh/wire"
 )
 
 // The stamps the daemon tests link into their binaries: every binary of

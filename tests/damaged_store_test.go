@@ -17,9 +17,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rukh-cli/rukh/internal/core/store"
+	"github.com/rukh-cli/rukh/internal/release/trust"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/store"
-	"github.com/rukh-cli/rukh/trust"
 )
 
 // A damaged store.db must never crash rukh: every command that meets the

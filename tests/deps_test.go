@@ -13,28 +13,31 @@ import (
 
 // TestDependencies keeps the seams by the import graph itself (go list
 // -deps), not by reading source: the MCP presentation reaches the core
-// only through seam and wire; the thin client and the wire protocol link
-// nothing of the core; the CLI binary never links the daemon; the core's
-// host (local) and the daemon link no presentation.
+// only through seam and wire; the thin client, the wire protocol and the
+// extension SDK link nothing of the core; the CLI never links the daemon,
+// nor the daemon the CLI; the core's host (local) links no presentation.
+// Each row forbids an import the compiler would allow (none is a cycle).
 func TestDependencies(t *testing.T) {
+	const r = "github.com/rukh-cli/rukh/"
+	thin := []string{"thin", "internal/daemon/wire", "internal/paths", "internal/run/envpolicy", "internal/exitcode", "internal/run/spawn", "internal/buildid", "internal/fds", "internal/release/descriptor/format"}
 	for _, tc := range []struct {
 		pkg       string
-		forbidden []string // import path prefixes that must not be reached
+		forbidden []string // import path prefixes that must not be reached; with a final $, one path
 		onlyRukh  []string // when set: the only project packages allowed
 	}{
-		{"../mcp", []string{"go.etcd.io/bbolt"}, []string{"wire", "seam", "mcp"}},
-		{"../thin", []string{"go.etcd.io/bbolt", "github.com/spf13/cobra"}, []string{"wire", "thin", "paths", "envpolicy", "exitcode", "spawn", "internal/buildid", "internal/fds", "descriptor/format"}},
-		{"../cmd/rukh", nil, []string{"cmd/rukh", "wire", "thin", "paths", "envpolicy", "exitcode", "spawn", "internal/buildid", "internal/fds", "descriptor/format"}},
-		{"../wire", nil, []string{"wire"}},
-		{"../seam", nil, []string{"wire", "seam"}},
-		{"../cmd/rukh", []string{"github.com/rukh-cli/rukh/daemon", "github.com/coreos/go-systemd"}, nil},
-		{"../cli", []string{"github.com/rukh-cli/rukh/daemon"}, nil},
+		{"../internal/mcp", []string{"go.etcd.io/bbolt"}, []string{"internal/daemon/wire", "internal/mcp/seam", "internal/mcp"}},
+		{"../thin", []string{"go.etcd.io/bbolt", "github.com/spf13/cobra"}, thin},
+		{"../cmd/rukh", nil, append([]string{"cmd/rukh"}, thin...)},
+		{"../internal/daemon/wire", nil, []string{"internal/daemon/wire"}},
+		{"../internal/mcp/seam", nil, []string{"internal/daemon/wire", "internal/mcp/seam"}},
+		{"../cmd/rukh", []string{r + "internal/daemon$", "github.com/coreos/go-systemd"}, nil},
+		{"../internal/cli", []string{r + "internal/daemon$", r + "app"}, nil},
 		// The daemon is a library handed the command-line runner (app):
 		// it links no presentation (ADR 0012).
-		{"../daemon", []string{"github.com/rukh-cli/rukh/cli", "github.com/rukh-cli/rukh/app", "github.com/rukh-cli/rukh/mcp", "github.com/spf13/cobra", "github.com/modelcontextprotocol"}, nil},
+		{"../internal/daemon", []string{r + "internal/cli$", r + "internal/mcp$", r + "internal/mcp/mcphttp", r + "internal/mcp/guard", "github.com/spf13/cobra", "github.com/modelcontextprotocol"}, nil},
 		// The core as one host serves presentations and knows none of
 		// them, nor how a client reaches a daemon.
-		{"../local", []string{"github.com/rukh-cli/rukh/cli", "github.com/rukh-cli/rukh/client", "github.com/rukh-cli/rukh/daemon", "github.com/rukh-cli/rukh/thin", "github.com/rukh-cli/rukh/mcp", "github.com/spf13/cobra", "github.com/modelcontextprotocol"}, nil},
+		{"../internal/core/local", []string{r + "thin", r + "internal/mcp$", r + "internal/mcp/mcphttp", r + "internal/mcp/guard", "github.com/spf13/cobra", "github.com/modelcontextprotocol"}, nil},
 	} {
 		out, err := exec.Command("go", "list", "-deps", tc.pkg).Output()
 		if err != nil {
@@ -42,7 +45,7 @@ func TestDependencies(t *testing.T) {
 		}
 		for _, dep := range strings.Fields(string(out)) {
 			for _, f := range tc.forbidden {
-				if strings.HasPrefix(dep, f) {
+				if exact, ok := strings.CutSuffix(f, "$"); ok && dep == exact || !ok && strings.HasPrefix(dep, f) {
 					t.Errorf("%s depends on %s", tc.pkg, dep)
 				}
 			}
@@ -123,5 +126,30 @@ func checkDepaware(t *testing.T, name string, got []string) {
 	}
 	if string(want) != text {
 		t.Errorf("cmd/%s links other packages than %s lists:\n got:\n%s\nwant:\n%s\n(rerun with -update if that is meant)", name, golden, text, want)
+	}
+}
+
+// TestPublicSurface: an embedder can import app (the core's main and its
+// contract), thin (the thin client's main) and extsdk (for extension
+// authors), and nothing else of this module; every other package is under
+// internal/ (docs/embedding.md, "What is stable"). A new package outside
+// internal/ is a change to the public API and fails here.
+func TestPublicSurface(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}}", "github.com/rukh-cli/rukh/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	public := []string{"app", "thin", "extsdk"}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, name, _ := strings.Cut(line, " ")
+		rel := strings.TrimPrefix(path, "github.com/rukh-cli/rukh/")
+		first, _, _ := strings.Cut(rel, "/")
+		switch {
+		case first == "internal", first == "tests", first == "examples":
+		case first == "cmd" && name == "main":
+		case slices.Contains(public, rel):
+		default:
+			t.Errorf("%s is importable by an embedder: move it under internal/, or make it public API on purpose (add it here and to docs/embedding.md)", path)
+		}
 	}
 }

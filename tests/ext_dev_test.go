@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rukh-cli/rukh/internal/release/trust"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/trust"
 )
 
 // `rukh ext dev DIR` installs DIR pinned by its digest, then again each

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/wire"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
 )
 
 // Management answers under floods (issue 26, item 2): connections that

@@ -15,10 +15,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	"github.com/rukh-cli/rukh/internal/run/sandbox"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/internal/testpty"
-	"github.com/rukh-cli/rukh/sandbox"
-	"github.com/rukh-cli/rukh/wire"
 )
 
 // These tests replay, against a real rukhd over its real socket, what a

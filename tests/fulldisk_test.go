@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/trust"
+	"github.com/rukh-cli/rukh/internal/release/trust"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts

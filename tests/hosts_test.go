@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/exitcode"
+	"github.com/rukh-cli/rukh/internal/exitcode"
+	"github.com/rukh-cli/rukh/internal/run/sandbox"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/sandbox"
 )
 
 // The hosts a client of Rukh can have, as gopls runs its tests "direct"

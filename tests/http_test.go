@@ -23,7 +23,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/internal/core/admin"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/internal/testjwt"
 )

@@ -8,27 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/descriptor"
-	"github.com/rukh-cli/rukh/extproto"
+	"github.com/rukh-cli/rukh/internal/core/local"
+	"github.com/rukh-cli/rukh/internal/core/profile"
+	"github.com/rukh-cli/rukh/internal/core/projection"
+	"github.com/rukh-cli/rukh/internal/core/store"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	"github.com/rukh-cli/rukh/internal/mcp/guard"
+	"github.com/rukh-cli/rukh/internal/mcp/mcpconfig"
+	"github.com/rukh-cli/rukh/internal/mcp/mcphttp"
+	"github.com/rukh-cli/rukh/internal/release/descriptor"
+	"github.com/rukh-cli/rukh/internal/release/extproto"
+	"github.com/rukh-cli/rukh/internal/release/resultschema"
+	"github.com/rukh-cli/rukh/internal/release/trust"
+	"github.com/rukh-cli/rukh/internal/release/values"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/local"
-	"github.com/rukh-cli/rukh/mcp/guard"
-	"github.com/rukh-cli/rukh/mcpconfig"
-	"github.com/rukh-cli/rukh/mcphttp"
-	"github.com/rukh-cli/rukh/profile"
-	"github.com/rukh-cli/rukh/projection"
-	"github.com/rukh-cli/rukh/resultschema"
-	"github.com/rukh-cli/rukh/store"
 	"github.com/rukh-cli/rukh/thin"
-	"github.com/rukh-cli/rukh/trust"
-	"github.com/rukh-cli/rukh/values"
-	"github.com/rukh-cli/rukh/wire"
 )
 
 // TestLimitsDocumented ties docs/limits.md to the exported constants it
 // names: the document's value of each, as it spells it, is the value the
 // constant has. (The unexported ones are tied by their packages' own
-// tests: invoke/limits_test.go, daemon/limits_test.go.)
+// tests: internal/core/invoke/limits_test.go, internal/daemon/limits_test.go.)
 func TestLimitsDocumented(t *testing.T) {
 	size := func(n int64) string {
 		switch {
@@ -89,20 +89,20 @@ func TestLimitsDocumented(t *testing.T) {
 		{"profile", "MaxTasks", count(profile.MaxTasks)},
 		{"profile", "MaxPatterns", count(profile.MaxPatterns)},
 		{"profile", "MaxNamespaceSize", count(profile.MaxNamespaceSize)},
-		{"mcp/guard", "MaxMessage", size(int64(gl.MaxMessage))},
-		{"mcp/guard", "MaxResponse", size(int64(gl.MaxResponse))},
-		{"mcp/guard", "MaxDepth", count(int64(gl.MaxDepth))},
-		{"mcp/guard", "MaxMembers", count(int64(gl.MaxMembers))},
-		{"mcp/guard", "QueueMessages", count(int64(gl.QueueMessages))},
-		{"mcp/guard", "QueueBytes", size(int64(gl.QueueBytes))},
-		{"mcp/guard", "Stall", dur(gl.Stall)},
-		{"mcp/guard", "local.PageTools", count(local.PageTools)},
-		{"mcp/guard", "local.PageBytes", size(local.PageBytes)},
-		{"mcp/guard", "local.ListDeadline", dur(local.ListDeadline)},
-		{"mcp/guard", "projection.FullSlug", count(projection.FullSlug)},
-		{"mcp/guard", "projection.CompactSlug", count(projection.CompactSlug)},
-		{"mcp/guard", "CompactFingerprint", count(projection.CompactFingerprint) + " hex"},
-		{"mcp/guard", "projection.DefaultCacheSize", count(projection.DefaultCacheSize)},
+		{"internal/mcp/guard", "MaxMessage", size(int64(gl.MaxMessage))},
+		{"internal/mcp/guard", "MaxResponse", size(int64(gl.MaxResponse))},
+		{"internal/mcp/guard", "MaxDepth", count(int64(gl.MaxDepth))},
+		{"internal/mcp/guard", "MaxMembers", count(int64(gl.MaxMembers))},
+		{"internal/mcp/guard", "QueueMessages", count(int64(gl.QueueMessages))},
+		{"internal/mcp/guard", "QueueBytes", size(int64(gl.QueueBytes))},
+		{"internal/mcp/guard", "Stall", dur(gl.Stall)},
+		{"internal/mcp/guard", "local.PageTools", count(local.PageTools)},
+		{"internal/mcp/guard", "local.PageBytes", size(local.PageBytes)},
+		{"internal/mcp/guard", "local.ListDeadline", dur(local.ListDeadline)},
+		{"internal/mcp/guard", "projection.FullSlug", count(projection.FullSlug)},
+		{"internal/mcp/guard", "projection.CompactSlug", count(projection.CompactSlug)},
+		{"internal/mcp/guard", "CompactFingerprint", count(projection.CompactFingerprint) + " hex"},
+		{"internal/mcp/guard", "projection.DefaultCacheSize", count(projection.DefaultCacheSize)},
 		{"wire", "wire.MaxFrame", size(wire.MaxFrame)},
 		{"wire", "wire.MaxDepth", count(wire.MaxDepth)},
 		{"wire", "wire.MaxElements", count(wire.MaxElements)},
@@ -139,7 +139,7 @@ func TestLimitsDocumented(t *testing.T) {
 	if !strings.Contains(string(doc), steps) || rl.Steps != resultschema.StepBudget(rl.Members) {
 		t.Errorf("docs/limits.md does not give the result steps as %q", steps)
 	}
-	if testhome.Limit(t, "mcp/guard", "projection.MaxRevision") != "2⁵³−1" || projection.MaxRevision != 1<<53-1 {
+	if testhome.Limit(t, "internal/mcp/guard", "projection.MaxRevision") != "2⁵³−1" || projection.MaxRevision != 1<<53-1 {
 		t.Errorf("projection.MaxRevision is %d; docs/limits.md says 2⁵³−1", int64(projection.MaxRevision))
 	}
 }

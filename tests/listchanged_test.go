@@ -11,8 +11,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rukh-cli/rukh/internal/release/trust"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/trust"
 )
 
 // An owner's change published by another process reaches every connected

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/admin"
+	"github.com/rukh-cli/rukh/internal/core/admin"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 

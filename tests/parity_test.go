@@ -13,7 +13,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rukh-cli/rukh/exitcode"
+	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 

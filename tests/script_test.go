@@ -16,9 +16,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rukh-cli/rukh/app"
-	"github.com/rukh-cli/rukh/daemon"
-	"github.com/rukh-cli/rukh/paths"
-	"github.com/rukh-cli/rukh/trust"
+	"github.com/rukh-cli/rukh/internal/daemon"
+	"github.com/rukh-cli/rukh/internal/paths"
+	"github.com/rukh-cli/rukh/internal/release/trust"
 )
 
 func TestMain(m *testing.M) {

@@ -16,18 +16,18 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rukh-cli/rukh/admin"
 	"github.com/rukh-cli/rukh/app"
-	"github.com/rukh-cli/rukh/client"
-	"github.com/rukh-cli/rukh/daemon"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/internal/core/admin"
+	"github.com/rukh-cli/rukh/internal/core/invoke"
+	"github.com/rukh-cli/rukh/internal/core/local"
+	"github.com/rukh-cli/rukh/internal/daemon"
+	"github.com/rukh-cli/rukh/internal/daemon/client"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	"github.com/rukh-cli/rukh/internal/mcp/seam"
+	"github.com/rukh-cli/rukh/internal/paths"
 	"github.com/rukh-cli/rukh/internal/testhome"
-	"github.com/rukh-cli/rukh/invoke"
-	"github.com/rukh-cli/rukh/local"
-	"github.com/rukh-cli/rukh/paths"
-	"github.com/rukh-cli/rukh/seam"
 	"github.com/rukh-cli/rukh/thin"
-	"github.com/rukh-cli/rukh/wire"
 )
 
 // waitEnv is one home served by one ToolHost: local.Host in this
@@ -286,7 +286,7 @@ func TestDetachAndWait(t *testing.T) {
 			}
 			w.stop()
 			after := local.New(w.data)
-			inv, err := after.Invocation(ctx, res.InvocationID)
+			inv, err := after.Core().Invocation(res.InvocationID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,7 +364,7 @@ func TestDetachedHostKilled(t *testing.T) {
 		t.Fatalf("after the kill: %+v", got)
 	}
 	// The record is untouched, and its host was the daemon.
-	if inv, err := local.New(p.Data).Invocation(context.Background(), id); err != nil || !inv.Open() || inv.PID != cmd.Process.Pid {
+	if inv, err := local.New(p.Data).Core().Invocation(id); err != nil || !inv.Open() || inv.PID != cmd.Process.Pid {
 		t.Fatalf("the record after the kill and a wait: %+v, %v", inv, err)
 	}
 	// The next admission, of any call, records it.
@@ -422,7 +422,7 @@ func TestMCPDetachedEndsWithHost(t *testing.T) {
 				cmd.Process.Signal(syscall.SIGTERM)
 			}
 			cs.Close() // closes stdin and waits for the process to exit
-			inv, err := local.New(p.Data).Invocation(context.Background(), ans.Results[0].InvocationID)
+			inv, err := local.New(p.Data).Core().Invocation(ans.Results[0].InvocationID)
 			if err != nil {
 				t.Fatal(err)
 			}

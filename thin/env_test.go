@@ -3,7 +3,7 @@ package thin_test
 import (
 	"testing"
 
-	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/internal/paths"
 	"github.com/rukh-cli/rukh/thin"
 )
 

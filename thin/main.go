@@ -11,13 +11,13 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/rukh-cli/rukh/envpolicy"
-	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/fds"
-	"github.com/rukh-cli/rukh/paths"
-	"github.com/rukh-cli/rukh/spawn"
-	"github.com/rukh-cli/rukh/wire"
+	"github.com/rukh-cli/rukh/internal/paths"
+	"github.com/rukh-cli/rukh/internal/run/envpolicy"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 )
 
 // CoreFlag is the first argument with which the core binary (NAMEd) runs

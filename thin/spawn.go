@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rukh-cli/rukh/spawn"
-	"github.com/rukh-cli/rukh/wire"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 )
 
 // child is the command this client started for the daemon (wire.Spawn):

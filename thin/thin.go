@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rukh-cli/rukh/wire"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
 )
 
 // HelloTimeout bounds the dial and the hello exchange: a daemon that does

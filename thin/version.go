@@ -7,10 +7,10 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/rukh-cli/rukh/descriptor/format"
-	"github.com/rukh-cli/rukh/exitcode"
 	"github.com/rukh-cli/rukh/internal/buildid"
-	"github.com/rukh-cli/rukh/paths"
+	"github.com/rukh-cli/rukh/internal/exitcode"
+	"github.com/rukh-cli/rukh/internal/paths"
+	"github.com/rukh-cli/rukh/internal/release/descriptor/format"
 )
 
 // WriteVersion writes what `NAME version` prints: this build and what it

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/descriptor"
-	"github.com/rukh-cli/rukh/extproto"
-	"github.com/rukh-cli/rukh/resultschema"
-	"github.com/rukh-cli/rukh/values"
+	"github.com/rukh-cli/rukh/internal/release/descriptor"
+	"github.com/rukh-cli/rukh/internal/release/extproto"
+	"github.com/rukh-cli/rukh/internal/release/resultschema"
+	"github.com/rukh-cli/rukh/internal/release/values"
 )
 
 // The test binary is the extension when a test starts it with asExtension.

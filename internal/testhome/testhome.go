@@ -16,10 +16,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rukh-cli/rukh/admin"
-	"github.com/rukh-cli/rukh/extproto"
 	"github.com/rukh-cli/rukh/internal/channelexec"
-	"github.com/rukh-cli/rukh/trust"
+	"github.com/rukh-cli/rukh/internal/core/admin"
+	"github.com/rukh-cli/rukh/internal/release/extproto"
+	"github.com/rukh-cli/rukh/internal/release/trust"
 )
 
 // WriteFiles writes files (slash-separated names) under dir; files under

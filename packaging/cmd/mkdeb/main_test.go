@@ -15,8 +15,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rukh-cli/rukh/cli"
-	"github.com/rukh-cli/rukh/systemd"
+	"github.com/rukh-cli/rukh/internal/cli"
+	"github.com/rukh-cli/rukh/internal/systemd"
 	"github.com/spf13/cobra"
 )
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/rukh-cli/rukh/extsdk"
 	"github.com/rukh-cli/rukh/internal/buildid"
-	"github.com/rukh-cli/rukh/wire"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
 )
 
 func main() {

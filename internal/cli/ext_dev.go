@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/cobra"
+
+	"github.com/rukh-cli/rukh/internal/core/admin"
+	"github.com/rukh-cli/rukh/internal/release/trust"
+)
+
+// devSettle is how long `ext dev` waits after a change for the next one
+// (an editor's save, a build) before it installs: a burst is one install.
+const devSettle = 200 * time.Millisecond
+
+// newExtDevCmd is `ext dev DIR`: install the working directory pinned by
+// its own digest, and again whenever its files change, until Ctrl-C — a
+// fast edit-run loop for an extension's author.
+func newExtDevCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "dev DIR",
+		Short: "Install a working release directory, and again each time it changes",
+		Long: `Install the release in DIR pinned by its own digest (as --pin would) and
+activate it; then watch DIR and, whenever its files change, install it
+again, replacing the release this command installed before. A change that
+makes the release invalid is reported and the last good one stays active.
+Stop it with Ctrl-C. For local development only: what it installs is
+trusted by digest, not by a publisher's signature.`,
+		Args: exactArgs(1, "ext dev takes a release directory"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := f.Host()
+			if err != nil {
+				return err
+			}
+			dir := f.Abs(args[0])
+			w, err := fsnotify.NewWatcher()
+			if err != nil {
+				return err
+			}
+			defer w.Close()
+			watchTree := func() {
+				filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+					if err == nil && d.IsDir() {
+						w.Add(p)
+					}
+					return nil
+				})
+			}
+			watchTree()
+			installed := "" // the digest this command installed last
+			install := func() {
+				m, err := trust.BuildManifest(dir)
+				if err != nil {
+					reportDevError(f, args[0], err)
+					return
+				}
+				digest := m.Digest()
+				if digest == installed {
+					return
+				}
+				res, err := h.Admin().InstallContext(cmd.Context(), dir, digest, admin.InstallOptions{})
+				if err != nil {
+					reportDevError(f, args[0], err)
+					return
+				}
+				r := res.Release
+				fmt.Fprintf(f.IO.Out, "installed %s %s (%s): revision %d\n", r.Package, r.Version, r.Digest, res.New)
+				if installed != "" {
+					if _, _, err := h.Admin().Remove(installed); err != nil {
+						fmt.Fprintf(f.IO.ErrOut, "%s: could not remove the previous dev release %s: %v\n", f.Name, installed, err)
+					}
+				}
+				installed = digest
+			}
+			install()
+			fmt.Fprintf(f.IO.ErrOut, "watching %s; Ctrl-C stops\n", args[0])
+			var settle <-chan time.Time
+			for {
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case ev, ok := <-w.Events:
+					if !ok {
+						return nil
+					}
+					if ev.Has(fsnotify.Create) {
+						watchTree() // a new directory is watched too
+					}
+					settle = time.After(devSettle)
+				case err, ok := <-w.Errors:
+					if !ok {
+						return nil
+					}
+					fmt.Fprintf(f.IO.ErrOut, "%s: watching %s: %v\n", f.Name, args[0], err)
+				case <-settle:
+					settle = nil
+					install()
+				}
+			}
+		},
+	}
+}
+
+// reportDevError says why DIR could not be installed now; the loop goes on.
+func reportDevError(f *Factory, dir string, err error) {
+	if rerr := reportDescriptorErrors(f, dir, err); rerr != nil {
+		var ee *ExitError
+		if !errors.As(rerr, &ee) || !ee.Reported {
+			fmt.Fprintf(f.IO.ErrOut, "%s: %s: %v\n", f.Name, dir, rerr)
+		}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s: %s is not installed; fix it and save again\n", f.Name, dir)
+}

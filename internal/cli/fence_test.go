@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/rukh-cli/rukh/internal/release/descriptor"
+)
+
+// TestAdministrativeFence keeps the fence an allowlist (invariant I5,
+// docs/invariants.md, as docs/adr/0004-containment.md builds it): MCP
+// tools come only from
+// installed extension commands, and no extension may take a built-in's
+// route, so no built-in — trust, ext install, profile apply, daemon … —
+// can ever become a tool or be shadowed, whatever a profile says. Every
+// top-level built-in of the tree must be a reserved word.
+func TestAdministrativeFence(t *testing.T) {
+	root := NewRoot(&Factory{Name: "rukh"})
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if !slices.Contains(descriptor.ReservedWords, c.Name()) {
+			t.Errorf("built-in %q is not in descriptor.ReservedWords: an extension could declare it as a route", c.Name())
+		}
+	}
+	if len(root.Commands()) < 10 {
+		t.Fatalf("only %d built-ins found; the walk is broken", len(root.Commands()))
+	}
+}

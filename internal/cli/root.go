@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rukh-cli/rukh/internal/exitcode"
+	"github.com/rukh-cli/rukh/thin"
+	"github.com/spf13/cobra"
+)
+
+// Execute builds the command tree, runs args through it and returns the
+// exit status. Errors are printed to f.IO.ErrOut, once.
+func Execute(ctx context.Context, f *Factory, args []string) int {
+	root := NewRoot(f)
+	failed := root
+	err := addExtensions(ctx, f, root, args)
+	if err == nil {
+		err = unknownCommand(root, args)
+	}
+	if err == nil {
+		root.SetArgs(args)
+		failed, err = root.ExecuteContextC(ctx)
+	}
+	if err == nil {
+		return exitcode.OK
+	}
+	var te *thin.Error
+	if errors.Is(err, syscall.EPIPE) && !errors.As(err, &te) { // not the daemon's connection
+		// The reader went away (`rukh … | head`): end quietly, as a
+		// process killed by SIGPIPE would.
+		return exitcode.BrokenPipe
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) || !ee.Reported {
+		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, safeLines(err.Error()))
+		sayDiskHint(f, err)
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			path := f.Name
+			if failed != nil {
+				path = failed.CommandPath()
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", path)
+		}
+	}
+	return exitStatus(err)
+}
+
+// unknownCommand refuses a command line whose first word names no command,
+// before cobra parses flags that command would have taken (`rukh profle
+// apply -f p.json` is a misspelt command, not an unknown -f), and says
+// which commands were likely meant.
+func unknownCommand(root *cobra.Command, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[0], "__") {
+		return nil
+	}
+	// cobra adds these when it executes; Find must know them now.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find(args); err != nil || c != root {
+		return nil
+	}
+	return &UsageError{fmt.Errorf("unknown command %q%s", args[0], didYouMean(root, args[0]))}
+}
+
+// didYouMean is cobra's suggestions for a misspelt subcommand of c, as a
+// sentence to append, or "".
+func didYouMean(c *cobra.Command, word string) string {
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's own default, which only its error path sets
+	}
+	s := c.SuggestionsFor(word)
+	if len(s) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(quoteAll(s), " or ") + "?"
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+// NewRoot returns the root command with the built-in commands.
+func NewRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   f.Name,
+		Short: "Run trusted extension commands, for people and for agents",
+		Long: f.Name + ` runs installed extension commands. Each command is declared once
+and presented twice: here as a subcommand, and to AI agents as an MCP tool
+where the owner's profile exposes it.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &UsageError{fmt.Errorf("unknown command %q%s", args[0], didYouMean(cmd, args[0]))}
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.AddGroup(&cobra.Group{ID: extensionGroup, Title: "Extension commands:"})
+	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f), newInvocationsCmd(f), newMCPCmd(f),
+		noArgsGroup(newDaemonCmd(f)), newDoctorCmd(f), newApproveCmd(f))
+	return root
+}
+
+// noArgsGroup makes a group command print its help when run bare and
+// reject unknown subcommands as usage errors.
+func noArgsGroup(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &UsageError{fmt.Errorf("unknown command %q for %q%s", args[0], c.CommandPath(), didYouMean(c, args[0]))}
+		}
+		return nil
+	}
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	return cmd
+}

@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/rukh-cli/rukh/internal/core/profile"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	"github.com/rukh-cli/rukh/internal/mcp"
+	"github.com/spf13/cobra"
+)
+
+// maxClientName is the tool-name length many MCP clients accept
+// (docs/projection.md).
+const maxClientName = 64
+
+func newToolsCmd(f *Factory) *cobra.Command {
+	var asJSON bool
+	var task string
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "Show the MCP tools agents see, and eligible commands that are not exposed",
+		Args:  exactArgs(0, "tools takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := state(cmd, f)
+			if err != nil {
+				return err
+			}
+			p := st.Projection
+			type toolRow struct {
+				Name     string `json:"name"`
+				Identity string `json:"identity"`
+				Title    string `json:"title"`
+			}
+			type hidden struct {
+				Identity string `json:"identity"`
+				Reason   string `json:"reason"`
+			}
+			out := struct {
+				Revision    uint64    `json:"revision"`
+				Namespace   string    `json:"endpointNamespace"`
+				Naming      string    `json:"naming"`
+				CatalogHash string    `json:"catalogHash"`
+				Tools       []toolRow `json:"tools"`
+				NotExposed  []hidden  `json:"notExposed"`
+				// What the bound task's agents are sent (tools/list):
+				// each tool's JSON as listed, and the total.
+				Task            string           `json:"task"`
+				Projection      string           `json:"projection"`
+				Advertised      []advertisedTool `json:"advertised"`
+				AdvertisedBytes int              `json:"advertisedBytes"`
+			}{Revision: p.Revision, Namespace: p.Namespace, Naming: string(p.Naming), CatalogHash: p.CatalogHash,
+				Tools: []toolRow{}, NotExposed: []hidden{}, Projection: st.Profile.MCPProjection(), Advertised: []advertisedTool{}}
+			var err2 error
+			out.Task, out.Advertised, err2 = advertised(cmd, f, task)
+			if err2 != nil {
+				return err2
+			}
+			for _, a := range out.Advertised {
+				out.AdvertisedBytes += a.Bytes
+			}
+			// The names clients are sent are the ones they may reject.
+			long := 0
+			for _, a := range out.Advertised {
+				if len(a.Name) > maxClientName {
+					long++
+				}
+			}
+			for _, t := range p.Tools {
+				out.Tools = append(out.Tools, toolRow{t.Name, t.Identity, t.Title})
+			}
+			for _, n := range p.NotExposed {
+				out.NotExposed = append(out.NotExposed, hidden{n.Identity, n.Reason})
+			}
+			if asJSON {
+				return writeJSON(f.IO.Out, out)
+			}
+			fmt.Fprintf(f.IO.Out, "revision %d, namespace %s, %s names, catalog %s\n\n", out.Revision, out.Namespace, out.Naming, out.CatalogHash)
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			if out.Projection == profile.ProjectionDispatch {
+				// No agent is sent these names: the commands are the
+				// dispatch tool's ops.
+				fmt.Fprintln(tw, "OP\tTITLE\t")
+				for _, t := range out.Tools {
+					fmt.Fprintf(tw, "%s\t%s\t\n", t.Identity, t.Title)
+				}
+			} else {
+				fmt.Fprintln(tw, "NAME\tIDENTITY\tTITLE")
+				for _, t := range out.Tools {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Identity, t.Title)
+				}
+			}
+			if len(out.Tools) == 0 {
+				fmt.Fprintln(tw, "(none exposed)\t\t")
+			}
+			tw.Flush()
+			fmt.Fprintf(f.IO.Out, "\nAdvertised to task %q (projection %s): %d tool%s, %d bytes\n", out.Task, out.Projection,
+				len(out.Advertised), plural(len(out.Advertised)), out.AdvertisedBytes)
+			tw = tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			for _, a := range out.Advertised {
+				fmt.Fprintf(tw, "  %s\t%d bytes\n", a.Name, a.Bytes)
+			}
+			tw.Flush()
+			if len(out.NotExposed) > 0 {
+				fmt.Fprintln(f.IO.Out, "\nEligible but not exposed:")
+				tw = tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				for _, n := range out.NotExposed {
+					fmt.Fprintf(tw, "  %s\t%s\n", n.Identity, n.Reason)
+				}
+				tw.Flush()
+			}
+			if long > 0 {
+				fmt.Fprintf(f.IO.ErrOut, "warning: %d tool name%s longer than %d characters; many MCP clients reject them. Set \"mcp\": {\"naming\": \"compact\"} in the profile (docs/projection.md)\n",
+					long, plural(long), maxClientName)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&task, "task", "", "count what this task's agents are sent (default: the profile's mcp.task)")
+	return cmd
+}
+
+// advertisedTool is one tool as an agent of the bound task lists it.
+type advertisedTool struct {
+	Name  string `json:"name"`
+	Bytes int    `json:"bytes"`
+}
+
+// advertised lists every tool task's agents see, as `rukh mcp --task`
+// would, and measures each as tools/list sends it.
+func advertised(cmd *cobra.Command, f *Factory, task string) (string, []advertisedTool, error) {
+	th, err := f.ToolHost()
+	if err != nil {
+		return "", nil, err
+	}
+	task, err = th.BindTask(cmd.Context(), task)
+	var we *wire.Error
+	if errors.As(err, &we) && we.Code == wire.CodeTaskUndefined {
+		return "", nil, &UsageError{fmt.Errorf("%s; see `%s profile show`", we.Message, f.Name)}
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	out := []advertisedTool{}
+	cursor := ""
+	for {
+		page, err := th.ListTools(cmd.Context(), &wire.ListTools{Task: task, Cursor: cursor})
+		if err != nil {
+			return "", nil, err
+		}
+		for _, t := range page.Tools {
+			out = append(out, advertisedTool{t.Name, mcp.AdvertisedBytes(t)})
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return task, out, nil
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package invoke
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rukh-cli/rukh/internal/release/extproto"
+)
+
+// procStart returns a process's start time in clock ticks since boot
+// (field 22 of /proc/PID/stat), which together with the pid identifies a
+// process even after its pid is reused.
+func procStart(pid int) (uint64, bool) {
+	n, _, ok := procStat(pid)
+	return n, ok
+}
+
+// procStat returns a process's start time and state (field 3: R, S, Z, …).
+func procStat(pid int) (start uint64, state string, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, "", false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	// fields[0] is field 3 (state); starttime is field 22.
+	if len(fields) < 20 {
+		return 0, "", false
+	}
+	n, err := strconv.ParseUint(fields[19], 10, 64)
+	return n, fields[0], err == nil
+}
+
+func selfStart() uint64 {
+	n, _ := procStart(os.Getpid())
+	return n
+}
+
+// processAlive reports whether the host process that opened an invocation
+// record still runs: a host that exited but was not reaped yet (a zombie)
+// runs no more.
+func processAlive(pid int, start uint64) bool {
+	n, state, ok := procStat(pid)
+	return ok && n == start && state != "Z" && state != "X"
+}
+
+// reap kills every process of this user whose environment carries
+// RUKH_INVOCATION_ID=id.
+func reap(id string) {
+	marker := []byte(extproto.EnvInvocationID + "=" + id + "\x00")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(append(env, 0), marker) {
+			continue
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,118 @@
+package store_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rukh-cli/rukh/internal/core/store"
+	"github.com/rukh-cli/rukh/internal/core/store/storetest"
+)
+
+// routeStore publishes one revision with n routes of two or three words
+// spread over n/10+1 groups.
+func routeStore(b *testing.B, n int) *store.Store {
+	s := storetest.Open(b)
+	rel := release("acme.big", "1.0.0")
+	routes := make([]string, n)
+	for i := range routes {
+		routes[i] = benchRoute(i)
+	}
+	publish(b, s, "install", []*store.Release{rel}, routes...)
+	return s
+}
+
+// benchRoute is route i: every third one has three words.
+func benchRoute(i int) string {
+	r := fmt.Sprintf("group%04d cmd%04d", i/10, i)
+	if i%3 == 0 {
+		r += " sub"
+	}
+	return r
+}
+
+// BenchmarkResolveRoute shows that resolving a route costs the same with
+// 10 and 2,000 routes: it reads a few keys of the active route index and
+// decodes one route, never the revision.
+func BenchmarkResolveRoute(b *testing.B) {
+	for _, n := range []int{10, 2000} {
+		// The last three-word route, followed by flags and arguments.
+		last := (n - 1) / 3 * 3
+		args := append(strings.Fields(benchRoute(last)), "--env", "stage", "target")
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			s := routeStore(b, n)
+			_ = s.View(func(tx *store.Tx) error {
+				for b.Loop() {
+					rt, _, err := tx.ResolveRoute(args)
+					if err != nil || rt == nil {
+						b.Fatal(rt, err)
+					}
+				}
+				return nil
+			})
+		})
+		b.Run(fmt.Sprintf("routes=%d/view", n), func(b *testing.B) {
+			s := routeStore(b, n)
+			for b.Loop() {
+				err := s.View(func(tx *store.Tx) error {
+					rt, _, err := tx.ResolveRoute(args)
+					if rt == nil {
+						b.Fatal("no route")
+					}
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkActiveRevision is the cost ResolveRoute avoids: decoding the
+// whole revision with its route index.
+func BenchmarkActiveRevision(b *testing.B) {
+	for _, n := range []int{10, 2000} {
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			s := routeStore(b, n)
+			_ = s.View(func(tx *store.Tx) error {
+				for b.Loop() {
+					if _, err := tx.ActiveRevision(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// BenchmarkConcurrentWrites: 16 writers at once (on 2 cores, 8 per
+// core), each appending one audit entry per transaction, with Update (one
+// commit each, queued on bbolt's writer lock) and with Batch (those that
+// queue share the next commit). Both wait for a durable commit.
+func BenchmarkConcurrentWrites(b *testing.B) {
+	for _, mode := range []string{"update", "batch"} {
+		b.Run(mode, func(b *testing.B) {
+			s := storetest.Open(b)
+			write := s.Update
+			if mode == "batch" {
+				write = s.Batch
+			}
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := write(func(tx *store.Tx) error {
+						_, err := tx.AppendAudit(&store.AuditEntry{Time: time.Now(), Op: "bench"})
+						return err
+					}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

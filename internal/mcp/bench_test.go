@@ -1,0 +1,226 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rukh-cli/rukh/app"
+	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/internal/core/admin"
+	"github.com/rukh-cli/rukh/internal/core/local"
+	"github.com/rukh-cli/rukh/internal/daemon"
+	"github.com/rukh-cli/rukh/internal/daemon/client"
+	"github.com/rukh-cli/rukh/internal/mcp"
+	"github.com/rukh-cli/rukh/internal/mcp/seam"
+	"github.com/rukh-cli/rukh/internal/paths"
+	"github.com/rukh-cli/rukh/internal/testhome"
+	"github.com/rukh-cli/rukh/thin"
+)
+
+// daemonHost serves dir's data with a rukhd (in this process, over a real
+// Unix socket) and returns the ToolHost `rukh mcp` would use: it dials the
+// daemon per operation.
+func daemonHost(b *testing.B, dir string) seam.ToolHost {
+	b.Helper()
+	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
+	ctx := context.Background()
+	ln, _, err := daemon.Listen(ctx, "rukh", p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := daemon.New("rukh", p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv.Run = app.Runner(app.Rukh)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	b.Cleanup(func() {
+		srv.Stop()
+		<-done
+		srv.Close()
+	})
+	return client.NewAuto(thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
+}
+
+// benchHome installs n exposed, eligible commands (packages of 500) whose
+// program reports success at once.
+func benchHome(b *testing.B, n int) (string, string) {
+	b.Helper()
+	dir := testhome.TempDir(b)
+	a := admin.New(filepath.Join(dir, "data"))
+	var expose []string
+	prog := ""
+	for pkg := 0; pkg*500 < n; pkg++ {
+		rel := filepath.Join(dir, fmt.Sprintf("p%d", pkg))
+		var cmds []string
+		for i := pkg * 500; i < min(n, (pkg+1)*500); i++ {
+			cmds = append(cmds, fmt.Sprintf(`{"id":"c%d","path":["p%d","c%d"],"summary":"Command %d","description":"Does thing %d.",
+				"inputs":[{"id":"count","type":"integer","minimum":1,"maximum":5,"default":1,"description":"How many"},{"id":"name","type":"string","maxLength":40}],
+				"execute":{"mapping":"managed","program":"bin/ok","result":{"kind":"structured","schema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],"additionalProperties":false}}},
+				"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}`, i, pkg, i, i, i))
+		}
+		prog = filepath.Join(rel, "bin", "ok")
+		writeB(b, prog, "#!/bin/sh\nprintf '{\"type\":\"complete\",\"token\":\"%s\",\"status\":\"succeeded\",\"commandResult\":{\"kind\":\"structured\",\"data\":{\"ok\":true}}}\\n' \"$RUKH_IPC_TOKEN\" >&3\n", 0o755)
+		writeB(b, filepath.Join(rel, "rukh-extension.json"), fmt.Sprintf(`{"schema":"rukh.extension/2","package":"bench.p%d","version":"1.0.0","publisher":"bench","commands":[%s]}`, pkg, strings.Join(cmds, ",")), 0o644)
+		testhome.InstallPinned(b, filepath.Join(dir, "data"), rel)
+		expose = append(expose, fmt.Sprintf("%q", fmt.Sprintf("bench.p%d/*", pkg)))
+	}
+	if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"b","cli":{"task":"owner"},"mcp":{"expose":[` + strings.Join(expose, ",") + `],"task":"agent"},
+		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"},
+		         "agent":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":8,"enforcement":"host"}}}`)); err != nil {
+		b.Fatal(err)
+	}
+	return dir, prog
+}
+
+func writeB(b *testing.B, name, content string, mode os.FileMode) {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), mode); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func session(b *testing.B, srv *sdk.Server) *sdk.ClientSession {
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func listAllB(b *testing.B, cs *sdk.ClientSession) int {
+	n, cursor := 0, ""
+	for {
+		res, err := cs.ListTools(context.Background(), &sdk.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(res.Tools)
+		if res.NextCursor == "" {
+			return n
+		}
+		cursor = res.NextCursor
+	}
+}
+
+// BenchmarkList lists 2,000 exposed tools, every page, from rukh's
+// projection (32 a page, computed per request from the cached revision)
+// and from the go-sdk's own static registry holding the same tools.
+func BenchmarkList(b *testing.B) {
+	dir, _ := benchHome(b, 2000)
+	host := local.New(filepath.Join(dir, "data"))
+	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+	p, _, err := host.Projection(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The static registry at its own page size (1,000) and at rukh's (32,
+	// invariant I8): what the page size costs the client, apart from
+	// anything rukh does.
+	staticServer := func(pageSize int) *sdk.ClientSession {
+		static := sdk.NewServer(&sdk.Implementation{Name: "static", Version: "bench"}, &sdk.ServerOptions{PageSize: pageSize})
+		for _, t := range p.Tools {
+			static.AddTool(&sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
+				InputSchema: json.RawMessage(t.InputSchema), OutputSchema: json.RawMessage(t.OutputSchema)},
+				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+					return &sdk.CallToolResult{}, nil
+				})
+		}
+		return session(b, static)
+	}
+	sc, sc32 := staticServer(0), staticServer(local.PageTools)
+	b.Run("rukh", func(b *testing.B) {
+		for b.Loop() {
+			if n := listAllB(b, rukh); n != 2000 {
+				b.Fatalf("%d tools", n)
+			}
+		}
+	})
+	// The daemon holds the store once it runs, so it starts last.
+	b.Run("rukh-daemon", func(b *testing.B) {
+		proxied := session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+		for b.Loop() {
+			if n := listAllB(b, proxied); n != 2000 {
+				b.Fatalf("%d tools", n)
+			}
+		}
+	})
+	b.Run("static-registry", func(b *testing.B) {
+		for b.Loop() {
+			if n := listAllB(b, sc); n != 2000 {
+				b.Fatalf("%d tools", n)
+			}
+		}
+	})
+	b.Run("static-registry-32", func(b *testing.B) {
+		for b.Loop() {
+			if n := listAllB(b, sc32); n != 2000 {
+				b.Fatalf("%d tools", n)
+			}
+		}
+	})
+}
+
+// BenchmarkCall calls a trivial extension through rukh (admit, durable
+// begin record, run, validate, durable outcome record) against a go-sdk
+// static tool that fork/execs the same program with a prepared channel,
+// and against that fork/exec alone.
+func BenchmarkCall(b *testing.B) {
+	dir, prog := benchHome(b, 10)
+	host := local.New(filepath.Join(dir, "data"))
+	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+	p, _, err := host.Projection(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := p.Tools[0].Name
+	static := sdk.NewServer(&sdk.Implementation{Name: "static", Version: "bench"}, nil)
+	static.AddTool(&sdk.Tool{Name: "ok", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			line := testhome.ForkExec(b, prog, nil, nil)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line}}}, nil
+		})
+	sc := session(b, static)
+	for _, mode := range []string{"rukh", "rukh-daemon"} { // the daemon holds the store once it runs: last
+		b.Run(mode, func(b *testing.B) {
+			cs := rukh
+			if mode == "rukh-daemon" {
+				cs = session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+			}
+			for b.Loop() {
+				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{"count": 2}})
+				if err != nil || res.IsError {
+					b.Fatalf("%v %v", err, res)
+				}
+			}
+		})
+	}
+	b.Run("static-tool-fork-exec", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := sc.CallTool(context.Background(), &sdk.CallToolParams{Name: "ok"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fork-exec", func(b *testing.B) {
+		for b.Loop() {
+			testhome.ForkExec(b, prog, nil, nil)
+		}
+	})
+}

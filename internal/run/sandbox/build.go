@@ -1,0 +1,49 @@
+package sandbox
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed helper/rukh-sandbox.c
+var helperSource []byte
+
+// CFlags build the helper: static and freestanding (no libc, no dynamic
+// loader: nothing runs before its own code), warnings on.
+var CFlags = []string{
+	"-O2", "-Wall", "-Wextra", "-static", "-nostdlib", "-ffreestanding", "-fno-builtin",
+	"-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-pie", "-no-pie",
+}
+
+// SourcePath is the helper's source in the repository.
+const SourcePath = "internal/run/sandbox/helper/rukh-sandbox.c"
+
+// Build compiles the helper (this package's copy of its source) for this
+// machine's architecture to dst with $CC (default cc).
+func Build(dst string) error { return BuildSource(helperSource, dst) }
+
+// BuildSource is Build of the helper's source src (a tree's SourcePath).
+func BuildSource(src []byte, dst string) error {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	dir, err := os.MkdirTemp("", "rukh-sandbox-build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "rukh-sandbox.c")
+	if err := os.WriteFile(file, src, 0o644); err != nil {
+		return err
+	}
+	args := append(append([]string{}, CFlags...), "-o", dst, file)
+	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
