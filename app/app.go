@@ -18,6 +18,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/admin"
 	"github.com/rukh-cli/rukh/internal/core/invoke"
 	"github.com/rukh-cli/rukh/internal/core/local"
+	"github.com/rukh-cli/rukh/internal/core/wrapper"
 	"github.com/rukh-cli/rukh/internal/daemon"
 	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/fds"
@@ -142,7 +143,9 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 // with the process's streams, environment and signals; it returns the
 // exit status. With thin.CoreFlag first it runs one command line in this
 // process, which the thin client execs when no daemon serves it;
-// with admin.BuiltinFlag ID, one built-in command for its host; otherwise
+// with admin.BuiltinFlag ID, one built-in command for its host, and with
+// wrapper.Flag ID one of the owner's wrappers (from the release the
+// profile's wrappers are, which holds a copy of this binary); otherwise
 // it is the daemon (package daemon), which runs forwarded command lines
 // with the same CLI. An embedder's core main is this one call:
 //
@@ -154,6 +157,8 @@ func Main(cfg Config, args []string) int {
 		return oneShot(cfg, args[1:])
 	case len(args) == 2 && args[0] == admin.BuiltinFlag:
 		return runBuiltinID(cfg, args[1])
+	case len(args) == 2 && args[0] == wrapper.Flag:
+		return wrapper.Serve(args[1])
 	}
 	b, err := cfg.builtins()
 	if err != nil {

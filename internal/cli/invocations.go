@@ -67,19 +67,22 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			r := toInvocationJSON(inv)
+			if e, err := h.Admin().Wrapped(inv.Digest, inv.Identity); err == nil && e != nil {
+				r.Wraps = e.Wraps.Package + "/" + e.Wraps.Command + " " + e.Digest
+			}
 			if showJSON {
 				return writeJSON(f.IO.Out, r)
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			for _, kv := range [][2]string{
-				{"id", r.ID}, {"command", r.Command}, {"release", r.Release}, {"revision", strconv.FormatUint(r.Revision, 10)},
+				{"id", r.ID}, {"command", r.Command}, {"release", r.Release}, {"wraps", r.Wraps}, {"revision", strconv.FormatUint(r.Revision, 10)},
 				{"via", r.Transport}, {"task", r.Task}, {"started", r.StartedAt.Format(time.RFC3339Nano)},
 				{"finished", formatTime(r.FinishedAt)}, {"outcome", r.Outcome}, {"reason", r.Reason},
 				{"exit status", strconv.Itoa(r.ExitStatus)}, {"detail", r.Detail},
 				{"enforcement", r.Enforcement}, {"action", r.Action}, {"resource", r.Resource}, {"approval", r.ApprovalID},
 				{"subject", r.Subject}, {"issuer", r.Issuer},
 			} {
-				if kv[1] == "" && (kv[0] == "enforcement" || kv[0] == "action" || kv[0] == "resource" || kv[0] == "approval" || kv[0] == "subject" || kv[0] == "issuer") {
+				if kv[1] == "" && (kv[0] == "wraps" || kv[0] == "enforcement" || kv[0] == "action" || kv[0] == "resource" || kv[0] == "approval" || kv[0] == "subject" || kv[0] == "issuer") {
 					continue
 				}
 				fmt.Fprintf(tw, "%s:\t%s\n", kv[0], safe(kv[1]))
@@ -96,9 +99,12 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 }
 
 type invocationJSON struct {
-	ID         string     `json:"id"`
-	Command    string     `json:"command"`
-	Release    string     `json:"release"`
+	ID      string `json:"id"`
+	Command string `json:"command"`
+	Release string `json:"release"`
+	// Wraps is, for an owner's wrapper, the version 1 command it runs
+	// and the release that command is of: "PACKAGE/COMMAND sha256:…".
+	Wraps      string     `json:"wraps,omitempty"`
 	Revision   uint64     `json:"revision"`
 	Transport  string     `json:"transport"`
 	Task       string     `json:"task"`

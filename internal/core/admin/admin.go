@@ -20,6 +20,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/profile"
 	"github.com/rukh-cli/rukh/internal/core/projection"
 	"github.com/rukh-cli/rukh/internal/core/store"
+	"github.com/rukh-cli/rukh/internal/core/wrapper"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 )
 
@@ -341,11 +342,24 @@ func (a *Admin) ApplyProfile(data []byte) (*Result, []profile.Change, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// The wrappers' release is built and verified before the store's
+	// lock is taken, and installed with the profile in one revision.
+	ow, err := a.stageWrappers(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ow != nil {
+		defer ow.install.cleanup()
+	}
 	var changes []profile.Change
-	res, err := a.publish("profile apply", func(_ *store.Tx, c *Candidate) error {
+	res, err := a.publish("profile apply", func(tx *store.Tx, c *Candidate) error {
 		changes = profile.Diff(c.Profile, p)
 		c.Profile = p
-		return nil
+		if ow == nil {
+			delete(c.Packages, wrapper.Package)
+			return nil
+		}
+		return ow.apply(tx, c)
 	})
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/core/profile"
 	"github.com/rukh-cli/rukh/internal/core/store"
+	"github.com/rukh-cli/rukh/internal/core/wrapper"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 	"github.com/rukh-cli/rukh/internal/release/trust"
 )
@@ -58,6 +59,9 @@ type InstallOptions struct {
 	// builtin: the core's own release of its built-in commands
 	// (EnsureBuiltins), the only one that may have the CLI's name.
 	builtin bool
+	// wrappers: the owner's release of its wrappers (ApplyProfile), the
+	// only one that may be package "owner".
+	wrappers bool
 }
 
 // ReservedError refuses a release of the package that is the CLI's own
@@ -65,6 +69,9 @@ type InstallOptions struct {
 type ReservedError struct{ Package string }
 
 func (e *ReservedError) Error() string {
+	if e.Package == wrapper.Package {
+		return "package owner holds the owner's wrappers of version 1 commands: no release takes it, and it is not deactivated or removed by hand; change the profile's \"wrappers\" and apply it"
+	}
 	return fmt.Sprintf("package %s is the CLI's own namespace (its built-in commands): no release takes it, and it is not deactivated or removed; rename the release's package, or leave its commands unexposed in the profile", e.Package)
 }
 
@@ -105,6 +112,39 @@ func (a *Admin) Install(src, pin string, opts InstallOptions) (*InstallResult, e
 // the transaction, so a stopped install writes nothing and leaves no
 // files behind.
 func (a *Admin) InstallContext(ctx context.Context, src, pin string, opts InstallOptions) (*InstallResult, error) {
+	pi, err := a.prepareInstall(ctx, src, pin, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer pi.cleanup()
+	res, err := a.publish(pi.op, func(tx *store.Tx, c *Candidate) error { return pi.apply(ctx, tx, c) })
+	if err != nil {
+		return nil, err
+	}
+	return pi.result(res), nil
+}
+
+// pendingInstall is a release copied into staging and verified, ready to
+// be installed and activated by one revision's change (apply).
+type pendingInstall struct {
+	a                *Admin
+	op               string
+	staging          string
+	final            string
+	digest           string
+	record           *store.Release
+	d                *descriptor.Descriptor
+	opts             InstallOptions
+	cleanup          func()
+	existing         *store.Release
+	nowSigned, bound bool
+	previous         string
+	inherits         []string
+}
+
+// prepareInstall copies src into staging and verifies it; nothing is in
+// the store yet.
+func (a *Admin) prepareInstall(ctx context.Context, src, pin string, opts InstallOptions) (*pendingInstall, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -121,9 +161,16 @@ func (a *Admin) InstallContext(ctx context.Context, src, pin string, opts Instal
 	if err != nil {
 		return nil, err
 	}
-	defer liveStaging.Delete(staging)
-	defer removeTree(staging) // a no-op once it has been renamed into place
-
+	pi := &pendingInstall{a: a, staging: staging, opts: opts, cleanup: func() {
+		liveStaging.Delete(staging)
+		removeTree(staging) // a no-op once it has been renamed into place
+	}}
+	ok := false
+	defer func() {
+		if !ok {
+			pi.cleanup()
+		}
+	}()
 	if err := stage(src, staging); err != nil {
 		return nil, err
 	}
@@ -141,93 +188,97 @@ func (a *Admin) InstallContext(ctx context.Context, src, pin string, opts Instal
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	digest := rel.Manifest.Digest()
-	final := a.releaseDir(digest)
+	pi.digest = rel.Manifest.Digest()
+	pi.final = a.releaseDir(pi.digest)
 	d := rel.Descriptor
-	if d.Package == cliname.Name() && !opts.builtin {
+	pi.d = d
+	if d.Package == cliname.Name() && !opts.builtin || d.Package == wrapper.Package && !opts.wrappers {
 		return nil, &ReservedError{Package: d.Package}
 	}
-	record := &store.Release{
-		Digest: digest, Package: d.Package, Version: d.Version, Publisher: d.Publisher,
-		Dir: final, Pinned: rel.Key == nil, InstalledAt: a.Now().UTC(), InstalledBy: a.UID,
+	pi.record = &store.Release{
+		Digest: pi.digest, Package: d.Package, Version: d.Version, Publisher: d.Publisher,
+		Dir: pi.final, Pinned: rel.Key == nil, InstalledAt: a.Now().UTC(), InstalledBy: a.UID,
 	}
 	if rel.Key != nil {
-		record.SignedBy = rel.Key.ID()
+		pi.record.SignedBy = rel.Key.ID()
 	}
-	if record.Descriptor, err = os.ReadFile(filepath.Join(staging, descriptor.FileName)); err != nil {
+	if pi.record.Descriptor, err = os.ReadFile(filepath.Join(staging, descriptor.FileName)); err != nil {
 		return nil, err
 	}
+	pi.op = fmt.Sprintf("install %s %s", d.Package, d.Version)
+	ok = true
+	return pi, nil
+}
 
-	// Whether the release exists, and its files, are decided under the
-	// store's lock: another install of the same release waits for it.
-	var existing *store.Release
-	nowSigned, bound, previous := false, false, ""
-	var inherits []string
-	op := fmt.Sprintf("install %s %s", d.Package, d.Version)
-	res, err := a.publish(op, func(tx *store.Tx, c *Candidate) error {
-		var err error
-		if existing, err = tx.Release(digest); err != nil {
-			return err
-		}
-		held, err := packageOwner(tx, d.Package, d.Publisher, opts.NewPublisher)
-		if err != nil {
-			return err
-		}
-		if held == nil || held.Publisher != d.Publisher {
-			if held != nil {
-				previous = held.Publisher
-			}
-			if err := tx.PutName(&store.Name{Package: d.Package, Publisher: d.Publisher, Since: a.Now().UTC(), By: a.UID}); err != nil {
-				return err
-			}
-			bound, inherits = true, inheritedRules(c.Profile, d)
-		}
-		if existing == nil || !hasFile(filepath.Join(final, descriptor.FileName)) {
-			// No record: a directory here is left over from an install that
-			// was killed before it committed. A record without files is
-			// repaired. Either way the verified copy takes its place.
-			if err := removeTree(final); err != nil {
-				return err
-			}
-			if err := os.Rename(staging, final); err != nil {
-				return err
-			}
-			if hookAfterRename != nil {
-				hookAfterRename() // tests: a crash here leaves an orphan
-			}
-			if existing == nil {
-				c.undo = append(c.undo, func() { removeTree(final) })
-			}
-			if err := makeReadOnly(final); err != nil {
-				return err
-			}
-		}
-		switch {
-		case existing == nil:
-			if err := tx.PutRelease(record); err != nil {
-				return err
-			}
-		case existing.Pinned && !record.Pinned:
-			// Pinned first, now signed: the same files, now trusted by
-			// their publisher's key.
-			signed := *existing
-			signed.Pinned, signed.SignedBy = false, record.SignedBy
-			if err := tx.PutRelease(&signed); err != nil {
-				return err
-			}
-			existing, nowSigned = &signed, true
-		}
-		c.Packages[d.Package] = store.ActivePackage{Package: d.Package, Version: d.Version, Digest: digest}
-		return ctx.Err() // stopped now: rolled back, the copy undone
-	})
+// apply installs the release, when it is not yet, and activates it in
+// c. Whether the release exists, and its files, are decided under the
+// store's lock: another install of the same release waits for it.
+func (pi *pendingInstall) apply(ctx context.Context, tx *store.Tx, c *Candidate) error {
+	d, final, digest, record := pi.d, pi.final, pi.digest, pi.record
+	var err error
+	if pi.existing, err = tx.Release(digest); err != nil {
+		return err
+	}
+	held, err := packageOwner(tx, d.Package, d.Publisher, pi.opts.NewPublisher)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if existing != nil {
-		record = existing
+	if held == nil || held.Publisher != d.Publisher {
+		if held != nil {
+			pi.previous = held.Publisher
+		}
+		if err := tx.PutName(&store.Name{Package: d.Package, Publisher: d.Publisher, Since: pi.a.Now().UTC(), By: pi.a.UID}); err != nil {
+			return err
+		}
+		pi.bound, pi.inherits = true, inheritedRules(c.Profile, d)
 	}
-	return &InstallResult{Result: res, Release: record, AlreadyInstalled: existing != nil, NowSigned: nowSigned,
-		Bound: bound, PreviousPublisher: previous, Inherits: inherits}, nil
+	if pi.existing == nil || !hasFile(filepath.Join(final, descriptor.FileName)) {
+		// No record: a directory here is left over from an install that
+		// was killed before it committed. A record without files is
+		// repaired. Either way the verified copy takes its place.
+		if err := removeTree(final); err != nil {
+			return err
+		}
+		if err := os.Rename(pi.staging, final); err != nil {
+			return err
+		}
+		if hookAfterRename != nil {
+			hookAfterRename() // tests: a crash here leaves an orphan
+		}
+		if pi.existing == nil {
+			c.undo = append(c.undo, func() { removeTree(final) })
+		}
+		if err := makeReadOnly(final); err != nil {
+			return err
+		}
+	}
+	switch {
+	case pi.existing == nil:
+		if err := tx.PutRelease(record); err != nil {
+			return err
+		}
+	case pi.existing.Pinned && !record.Pinned:
+		// Pinned first, now signed: the same files, now trusted by
+		// their publisher's key.
+		signed := *pi.existing
+		signed.Pinned, signed.SignedBy = false, record.SignedBy
+		if err := tx.PutRelease(&signed); err != nil {
+			return err
+		}
+		pi.existing, pi.nowSigned = &signed, true
+	}
+	c.Packages[d.Package] = store.ActivePackage{Package: d.Package, Version: d.Version, Digest: digest}
+	return ctx.Err() // stopped now: rolled back, the copy undone
+}
+
+// result is what the committed install did.
+func (pi *pendingInstall) result(res *Result) *InstallResult {
+	record := pi.record
+	if pi.existing != nil {
+		record = pi.existing
+	}
+	return &InstallResult{Result: res, Release: record, AlreadyInstalled: pi.existing != nil, NowSigned: pi.nowSigned,
+		Bound: pi.bound, PreviousPublisher: pi.previous, Inherits: pi.inherits}
 }
 
 // packageOwner refuses a release of pkg by publisher when another
@@ -519,7 +570,7 @@ func (a *Admin) Activate(ref string) (*Result, error) {
 // Deactivate removes a package's commands from the CLI and MCP; the
 // release stays installed.
 func (a *Admin) Deactivate(pkg string) (*Result, error) {
-	if pkg == cliname.Name() {
+	if pkg == cliname.Name() || pkg == wrapper.Package {
 		return nil, &ReservedError{Package: pkg}
 	}
 	return a.publish("deactivate "+pkg, func(tx *store.Tx, c *Candidate) error {
@@ -542,7 +593,7 @@ func (a *Admin) Remove(ref string) (*Result, *store.Release, error) {
 		if rel, err = findRelease(tx, ref); err != nil {
 			return err
 		}
-		if rel.Package == cliname.Name() && c.Packages[rel.Package].Digest == rel.Digest {
+		if (rel.Package == cliname.Name() || rel.Package == wrapper.Package) && c.Packages[rel.Package].Digest == rel.Digest {
 			return &ReservedError{Package: rel.Package}
 		}
 		a.removeRelease(c, rel, ref)

@@ -32,6 +32,10 @@ type Profile struct {
 	CLI               CLI             `json:"cli"`
 	MCP               MCP             `json:"mcp"`
 	Tasks             map[string]Task `json:"tasks"`
+	// Wrappers are the owner's wrappers of version 1 commands, each a
+	// command of package "owner" with its own typed contract (package
+	// admin checks and builds them: docs/owner.md, "Wrappers").
+	Wrappers []json.RawMessage `json:"wrappers,omitempty"`
 }
 
 // CLI binds the command line to a task preset.
@@ -223,6 +227,7 @@ const (
 	MaxDeadlineMs    = 24 * 60 * 60 * 1000
 	MaxConcurrent    = 256
 	MaxTasks         = 64
+	MaxWrappers      = 64
 	MaxPatterns      = 256
 	MaxNamespaceSize = 32
 )
@@ -304,6 +309,9 @@ func Parse(data []byte) (*Profile, error) {
 // shape accepts no object, "*" stands for any member name.
 type shape map[string]shape
 
+// opaque is the shape of what another validator checks.
+var opaque = shape{"\x00opaque": nil}
+
 var (
 	ruleShape = shape{"action": nil, "resource": nil}
 	taskShape = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": {"*": ruleShape},
@@ -316,13 +324,20 @@ var (
 			"resource": nil, "authorizationServers": {"issuer": nil, "jwksUri": nil}, "requiredScopes": nil,
 			"bindings": {"issuer": nil, "subject": nil, "claim": nil, "value": nil, "task": nil}, "allowedOrigins": nil,
 		}},
-		"tasks": {"*": taskShape},
+		"tasks":    {"*": taskShape},
+		"wrappers": opaque, // a command's declaration, checked by the descriptor's validator
 	}
 )
 
 // checkShape reports members the profile format does not define (names
 // are exact) and nulls, which the format never allows.
 func checkShape(v *strictjson.Value, at string, sh shape) Errors {
+	if _, ok := sh["\x00opaque"]; ok {
+		if v.Kind == strictjson.Null {
+			return Errors{{Path: at, Message: "null is not allowed; give a value or leave the member out"}}
+		}
+		return nil
+	}
 	var errs Errors
 	switch v.Kind {
 	case strictjson.Null:
@@ -367,6 +382,9 @@ func (p *Profile) Validate() error {
 	}
 	if len(p.Tasks) > MaxTasks {
 		add("/tasks", "%d tasks; at most %d are allowed", len(p.Tasks), MaxTasks)
+	}
+	if len(p.Wrappers) > MaxWrappers {
+		add("/wrappers", "%d wrappers; at most %d are allowed", len(p.Wrappers), MaxWrappers)
 	}
 	taskRef := func(at, name string) {
 		if name == "" {
