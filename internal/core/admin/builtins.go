@@ -174,10 +174,7 @@ func (b *Builtins) Descriptor() ([]byte, error) {
 			return nil, &BuiltinError{Index: i, ID: id, Err: errors.New(`"result" is missing: {"kind":"text"} or {"kind":"structured","schema":…}`)}
 		}
 		delete(m, "result")
-		exec, _ := json.Marshal(map[string]any{
-			"mapping": "managed", "program": "bin/" + b.Name + "d", "args": []string{BuiltinFlag, id}, "result": result,
-		})
-		m["execute"] = exec
+		m["execute"] = coreExecute(b.Name, BuiltinFlag, id, result)
 		cmds[i] = m
 	}
 	data, err := json.Marshal(map[string]any{
@@ -195,9 +192,7 @@ func (b *Builtins) Descriptor() ([]byte, error) {
 // blame names the declaration a validator error points into
 // (/commands/N/…).
 func (b *Builtins) blame(err error) error {
-	msg := err.Error()
-	var i int
-	if _, serr := fmt.Sscanf(msg, "/commands/%d/", &i); serr == nil && i >= 0 && i < len(b.Commands) {
+	if i := commandAt(err, len(b.Commands)); i >= 0 {
 		var m struct {
 			ID string `json:"id"`
 		}
@@ -205,6 +200,25 @@ func (b *Builtins) blame(err error) error {
 		return &BuiltinError{Index: i, ID: m.ID, Err: err}
 	}
 	return &BuiltinError{Index: -1, Err: err}
+}
+
+// commandAt is the index of the command (of n) a descriptor validator's
+// error points into (/commands/N/…), or -1.
+func commandAt(err error, n int) int {
+	var i int
+	if _, serr := fmt.Sscanf(err.Error(), "/commands/%d/", &i); serr == nil && i >= 0 && i < n {
+		return i
+	}
+	return -1
+}
+
+// coreExecute is the execute section of a command the core binary serves
+// CLI name as `NAMEd FLAG ID` (a built-in, or an owner's wrapper).
+func coreExecute(name, flag, id string, result any) json.RawMessage {
+	exec, _ := json.Marshal(map[string]any{
+		"mapping": "managed", "program": "bin/" + name + "d", "args": []string{flag, id}, "result": result,
+	})
+	return exec
 }
 
 // EnsureBuiltins makes the active revision run b's commands, after

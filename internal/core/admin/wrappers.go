@@ -86,11 +86,7 @@ func (a *Admin) stageWrappers(p *profile.Profile) (*ownerWrappers, error) {
 			copies = append(copies, [2]string{rel.Dir, filepath.Join(src, filepath.FromSlash(dir))})
 		}
 		ow.wraps[wraps.Package] = rel.Digest
-		exec, _ := json.Marshal(map[string]any{
-			"mapping": "managed", "program": "bin/" + cliname.Name() + "d", "args": []string{wrapper.Flag, id},
-			"result": map[string]string{"kind": "text"},
-		})
-		m["execute"] = exec
+		m["execute"] = coreExecute(cliname.Name(), wrapper.Flag, id, map[string]string{"kind": "text"})
 		cmds = append(cmds, m)
 		argvs = append(argvs, argv)
 		table[id] = &wrapper.Entry{Wraps: wraps, Digest: rel.Digest, Program: path.Join(dir, cmd.Execute.Program), Args: cmd.Execute.Args, Argv: argv}
@@ -105,8 +101,7 @@ func (a *Admin) stageWrappers(p *profile.Profile) (*ownerWrappers, error) {
 	}
 	d, err := descriptor.Decode(desc)
 	if err != nil {
-		var i int
-		if _, serr := fmt.Sscanf(err.Error(), "/commands/%d/", &i); serr == nil && i >= 0 && i < len(cmds) {
+		if i := commandAt(err, len(cmds)); i >= 0 {
 			var id string
 			json.Unmarshal(cmds[i]["id"], &id)
 			return nil, &WrapperError{Index: i, ID: id, Err: err}
