@@ -135,9 +135,17 @@ func checkDepaware(t *testing.T, name string, got []string) {
 // internal/ (docs/embedding.md, "What is stable"). A new package outside
 // internal/ is a change to the public API and fails here.
 func TestPublicSurface(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}}", "github.com/rukh-cli/rukh/...").Output()
+	// ./... from the module's root, not github.com/rukh-cli/rukh/...: a
+	// pattern by import path can match packages of other modules, so go
+	// list would look up every module in the build list (cobra's
+	// Windows-only mousetrap too), which fails offline.
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}}", "./...")
+	cmd.Dir = ".."
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
 	public := []string{"app", "thin", "extsdk"}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
