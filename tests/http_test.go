@@ -40,7 +40,7 @@ type localIssuer struct {
 	jwks string
 }
 
-func newLocalIssuer(t *testing.T, dir string) *localIssuer {
+func newLocalIssuer(t testing.TB, dir string) *localIssuer {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func newLocalIssuer(t *testing.T, dir string) *localIssuer {
 }
 
 // token mints a token for sub; edit changes its claims first.
-func (is *localIssuer) token(t *testing.T, sub string, edit func(map[string]any)) string {
+func (is *localIssuer) token(t testing.TB, sub string, edit func(map[string]any)) string {
 	now := time.Now()
 	c := map[string]any{"iss": httpIssuer, "sub": sub, "aud": httpResource, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix(), "scope": "rukh:call"}
 	if edit != nil {
@@ -264,7 +264,7 @@ type httpFixture struct {
 	env             []string
 }
 
-func newHTTPFixture(t *testing.T) *httpFixture {
+func newHTTPFixture(t testing.TB) *httpFixture {
 	dir := testhome.TempDir(t)
 	is := newLocalIssuer(t, dir)
 	seen := filepath.Join(dir, "seen")
@@ -286,7 +286,7 @@ func newHTTPFixture(t *testing.T) *httpFixture {
 }
 
 // apply applies the fixture's profile with its mcp.http section.
-func (f *httpFixture) apply(t *testing.T) {
+func (f *httpFixture) apply(t testing.TB) {
 	f.applyWith(t, `,"http":{"resource":"`+httpResource+`","authorizationServers":[{"issuer":"`+httpIssuer+`","jwksUri":"file://`+f.issuer.jwks+`"}],
 		        "requiredScopes":["rukh:call"],
 		        "bindings":[{"issuer":"`+httpIssuer+`","subject":"alice","task":"agent"},{"issuer":"`+httpIssuer+`","claim":"groups","value":"ops","task":"ops"}],
@@ -295,7 +295,7 @@ func (f *httpFixture) apply(t *testing.T) {
 
 // applyWith applies the fixture's profile with http, the mcp.http member
 // as JSON text (",\"http\":{…}", or "" for none).
-func (f *httpFixture) applyWith(t *testing.T, http string) {
+func (f *httpFixture) applyWith(t testing.TB, http string) {
 	if _, _, err := f.admin.ApplyProfile([]byte(`{"endpointNamespace":"web","cli":{"task":"owner"},"mcp":{"expose":["test.web/*"],"task":"agent"` + http + `},
 		"tasks":{"owner":{"commands":["*/*"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
 		         "agent":{"commands":["test.web/probe"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
@@ -307,14 +307,14 @@ func (f *httpFixture) applyWith(t *testing.T, http string) {
 // startHTTP starts `rukh mcp --http 127.0.0.1:0` and returns its base URL,
 // read from the line it writes when it listens; the rest of its stderr
 // (its log and the diagnostics log) goes to log, when given.
-func startHTTP(t *testing.T, rukh string, env []string, log ...io.Writer) string {
+func startHTTP(t testing.TB, rukh string, env []string, log ...io.Writer) string {
 	t.Helper()
 	base, _ := startHTTPProc(t, rukh, env, log...)
 	return base
 }
 
 // startHTTPProc is startHTTP that also returns the process.
-func startHTTPProc(t *testing.T, rukh string, env []string, log ...io.Writer) (string, *exec.Cmd) {
+func startHTTPProc(t testing.TB, rukh string, env []string, log ...io.Writer) (string, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(rukh, "mcp", "--http", "127.0.0.1:0")
 	cmd.Env = env

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/internal/core/admin"
@@ -178,9 +180,11 @@ func BenchmarkList(b *testing.B) {
 }
 
 // BenchmarkCall calls a trivial extension through rukh (admit, durable
-// begin record, run, validate, durable outcome record) against a go-sdk
-// static tool that fork/execs the same program with a prepared channel,
-// and against that fork/exec alone.
+// begin record, run, validate, durable outcome record) against F-mcp — a
+// go-sdk static tool that commits a begin record durably in a bbolt file
+// it holds open, fork/execs the same program with a prepared channel and
+// commits the end record — and against that tool without the records and
+// the fork/exec alone.
 func BenchmarkCall(b *testing.B) {
 	dir, prog := benchHome(b, 10)
 	host := local.New(filepath.Join(dir, "data"))
@@ -197,6 +201,32 @@ func BenchmarkCall(b *testing.B) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line}}}, nil
 		})
 	sc := session(b, static)
+	// F-mcp: what any MCP host of a recorded call must do at least.
+	db, err := bolt.Open(filepath.Join(dir, "floor.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	record := func(state string) error {
+		return db.Update(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists([]byte("invocations"))
+			if err != nil {
+				return err
+			}
+			return bk.Put([]byte("0123456789abcdef0123456789abcdef"), []byte(state))
+		})
+	}
+	static.AddTool(&sdk.Tool{Name: "ok-recorded", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			if err := record("running"); err != nil {
+				return nil, err
+			}
+			line := testhome.ForkExec(b, prog, nil, nil)
+			if err := record("succeeded"); err != nil {
+				return nil, err
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line}}}, nil
+		})
 	for _, mode := range []string{"rukh", "rukh-daemon"} { // the daemon holds the store once it runs: last
 		b.Run(mode, func(b *testing.B) {
 			cs := rukh
@@ -211,6 +241,13 @@ func BenchmarkCall(b *testing.B) {
 			}
 		})
 	}
+	b.Run("static-tool-fork-exec+records", func(b *testing.B) { // F-mcp
+		for b.Loop() {
+			if res, err := sc.CallTool(context.Background(), &sdk.CallToolParams{Name: "ok-recorded"}); err != nil || res.IsError {
+				b.Fatal(err, res)
+			}
+		}
+	})
 	b.Run("static-tool-fork-exec", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := sc.CallTool(context.Background(), &sdk.CallToolParams{Name: "ok"}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/rukh-cli/rukh/internal/release/extproto"
@@ -38,10 +39,19 @@ func procStat(pid int) (start uint64, state string, ok bool) {
 	return n, fields[0], err == nil
 }
 
+// selfStart is this process's start time, read once: it never changes,
+// and every call's record and outcome reserve carry it. A read that
+// fails is tried again at the next call.
 func selfStart() uint64 {
+	if n := selfStartTicks.Load(); n != 0 {
+		return n
+	}
 	n, _ := procStart(os.Getpid())
+	selfStartTicks.Store(n)
 	return n
 }
+
+var selfStartTicks atomic.Uint64
 
 // processAlive reports whether the host process that opened an invocation
 // record still runs: a host that exited but was not reaped yet (a zombie)

@@ -52,6 +52,10 @@ const (
 	MaxConnections = 256
 	// MaxHeaderBytes bounds one request's header (net/http.Server).
 	MaxHeaderBytes = 64 << 10
+	// MaxBoundServers bounds the callers (task, subject, issuer) whose
+	// server one revision keeps; a request of a caller past them is
+	// served by a server made for it alone.
+	MaxBoundServers = 1024
 )
 
 // Listen wraps ln so that it holds at most MaxConnections connections:
@@ -135,12 +139,19 @@ type Handler struct {
 	inUse  map[string]int // requests in flight by issuer + "\x00" + subject
 }
 
-// config is one revision's section, with its verifier.
+// config is one revision's section, with its verifier and the servers
+// it made for its callers.
 type config struct {
 	http     *profile.HTTP
 	verifier *bearer.Verifier
 	keys     map[string]*bearer.KeySet
+
+	mu      sync.Mutex
+	servers map[caller]http.Handler // at most MaxBoundServers
 }
+
+// caller is what a request's server is bound to.
+type caller struct{ task, subject, issuer string }
 
 // ErrNoSection is returned by New when the profile has no mcp.http.
 var ErrNoSection = fmt.Errorf("the active profile has no mcp.http section, so nothing is served over HTTP (local MCP never enables it); add one: see docs/mcp.md, \"Over HTTP\"")
@@ -191,7 +202,7 @@ func (h *Handler) current(ctx context.Context) (*config, error) {
 				keys[as.Issuer] = h.opts.KeySets(as)
 			}
 		}
-		conf = &config{http: &ph, keys: keys, verifier: bearer.NewVerifier(&ph, keys, nil)}
+		conf = &config{http: &ph, keys: keys, verifier: bearer.NewVerifier(&ph, keys, nil), servers: map[caller]http.Handler{}}
 	} else if h.conf != nil && h.opts.Logger != nil {
 		h.opts.Logger.Warn("mcp http: the owner removed mcp.http; every request is refused", "revision", sec.Revision)
 	}
@@ -314,22 +325,42 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	// The answer is one JSON document (JSONResponse), held until it is
+	// whole: one over the stdio guard's bound is replaced by an error,
+	// as on stdio.
+	out := &boundedWriter{header: http.Header{}, max: guard.DefaultLimits().MaxResponse}
+	h.server(c, caller).ServeHTTP(out, r)
+	out.flush(w, id)
+}
+
+// server is the stateless MCP server of c's revision bound to the
+// caller's task and identity: made at its first request and kept with
+// the revision (a new revision is a new config), so a request costs the
+// session the go-sdk makes for it and no more. Every request is still
+// its own session, and each call reads the projection of the revision
+// it runs in.
+func (h *Handler) server(c *config, who *bearer.Caller) http.Handler {
+	key := caller{who.Task, who.Subject, who.Issuer}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.servers[key]; ok {
+		return s
+	}
 	so := mcp.Options{
-		Host: h.opts.Host, Binding: mcp.Binding{Task: caller.Task, Subject: caller.Subject, Issuer: caller.Issuer},
+		Host: h.opts.Host, Binding: mcp.Binding{Task: who.Task, Subject: who.Subject, Issuer: who.Issuer},
 		Name: h.opts.Name, Version: h.opts.Version, Logger: h.opts.Logger, Stateless: true,
 	}
 	if h.diag != nil { // never a nil *LogQueue in the interface
 		so.Diagnostics = h.diag
 	}
 	srv := mcp.NewServer(so)
-	// The answer is one JSON document (JSONResponse), held until it is
-	// whole: one over the stdio guard's bound is replaced by an error,
-	// as on stdio.
-	out := &boundedWriter{header: http.Header{}, max: guard.DefaultLimits().MaxResponse}
-	sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.Server }, &sdk.StreamableHTTPOptions{
+	s := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.Server }, &sdk.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, Logger: h.opts.Logger,
-	}).ServeHTTP(out, r)
-	out.flush(w, id)
+	})
+	if len(c.servers) < MaxBoundServers {
+		c.servers[key] = s
+	}
+	return s
 }
 
 // refuseUnread answers a request whose body it did not read, and closes

@@ -129,3 +129,35 @@ func TestAdmit(t *testing.T) {
 		t.Errorf("request %d admitted", MaxConcurrent+1)
 	}
 }
+
+// A revision keeps one server per caller (task, subject, issuer), made at
+// its first request; past MaxBoundServers callers, a request's server is
+// its own and not kept. A new revision is a new config, with none.
+func TestServerPerCaller(t *testing.T) {
+	h := &Handler{}
+	c := &config{servers: map[caller]http.Handler{}}
+	alice := &bearer.Caller{Task: "agent", Subject: "alice", Issuer: "https://id.example"}
+	first := h.server(c, alice)
+	if again := h.server(c, &bearer.Caller{Task: "agent", Subject: "alice", Issuer: "https://id.example"}); again != first {
+		t.Fatal("the same caller got another server in the same revision")
+	}
+	for _, other := range []*bearer.Caller{
+		{Task: "agent", Subject: "bob", Issuer: "https://id.example"},
+		{Task: "agent", Subject: "alice", Issuer: "https://other.example"},
+		{Task: "reader", Subject: "alice", Issuer: "https://id.example"},
+	} {
+		if h.server(c, other) == first {
+			t.Fatalf("%+v shares alice's server", other)
+		}
+	}
+	for i := len(c.servers); i < MaxBoundServers; i++ {
+		h.server(c, &bearer.Caller{Task: "agent", Subject: fmt.Sprint("s", i)})
+	}
+	over := &bearer.Caller{Task: "agent", Subject: "one-too-many"}
+	if h.server(c, over) == h.server(c, over) || len(c.servers) != MaxBoundServers {
+		t.Fatalf("past the bound: %d servers kept", len(c.servers))
+	}
+	if h.server(&config{servers: map[caller]http.Handler{}}, alice) == first {
+		t.Fatal("a new revision reused the old revision's server")
+	}
+}

@@ -1,0 +1,129 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkHTTP calls one tool over Streamable HTTP with a verified JWT,
+// sequentially from one client and from 50 callers at once (each its own
+// subject and session), through `rukh mcp --http` in-process and through
+// rukhd, against the floor (tests/testdata/floorhttp): a go-sdk stateless
+// server behind the go-sdk's bearer middleware verifying the same tokens,
+// whose tool commits the same two durable records around a fork/exec of
+// the same program. See docs/benchmarks.md.
+func BenchmarkHTTP(b *testing.B) {
+	rukh, _ := hostBinaries(b)
+	f := newHTTPFixture(b)
+	f.apply(b)
+	floor := filepath.Join(f.dir, "floorhttp")
+	build(b, floor, "./testdata/floorhttp")
+	const callers = 50
+	tokens := make([]string, callers)
+	for i := range tokens {
+		tokens[i] = f.issuer.token(b, fmt.Sprintf("user-%02d", i), func(c map[string]any) { c["groups"] = []string{"ops"} })
+	}
+
+	floorCmd := exec.Command(floor, "-store", filepath.Join(f.dir, "floor.db"), "-jwks", f.issuer.jwks,
+		"-issuer", httpIssuer, "-audience", httpResource, "-scope", "rukh:call", filepath.Join(f.dir, "src", "bin", "other"))
+	run := func(b *testing.B, base string) {
+		b.Run("sequential", func(b *testing.B) {
+			cs, tool := httpSession(b, base, tokens[0])
+			for b.Loop() {
+				httpCall(b, cs, tool)
+			}
+		})
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			sessions := make([]*sdk.ClientSession, callers)
+			var tool string
+			for i := range sessions {
+				sessions[i], tool = httpSession(b, base, tokens[i])
+			}
+			start := time.Now()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				errs := make(chan error, callers)
+				for _, cs := range sessions {
+					wg.Go(func() {
+						res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool})
+						if err != nil || res.IsError {
+							errs <- fmt.Errorf("%v %+v", err, res)
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(callers*b.N)/time.Since(start).Seconds(), "calls/s")
+		})
+	}
+	b.Run("floor", func(b *testing.B) { run(b, startServing(b, floorCmd)) })
+	b.Run("rukh", func(b *testing.B) {
+		base, cmd := startHTTPProc(b, rukh, f.env)
+		run(b, base)
+		cmd.Process.Kill() // before the daemon takes the store
+		cmd.Wait()
+	})
+	b.Run("rukh-daemon", func(b *testing.B) {
+		rukhCmd(b, f.env, rukh, "daemon", "start")
+		b.Cleanup(func() { rukhCmd(b, f.env, rukh, "daemon", "stop") })
+		run(b, startHTTP(b, rukh, f.env))
+	})
+}
+
+// startServing starts cmd, which writes "serving URL/mcp" to stderr once
+// it listens, and returns its base URL; it is killed in b's cleanup.
+func startServing(b *testing.B, cmd *exec.Cmd) string {
+	b.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	m := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/mcp`).FindStringSubmatch(line)
+	if m == nil {
+		b.Fatalf("%s never said where it listens: %v (%q)", cmd.Path, err, line)
+	}
+	return m[1]
+}
+
+// httpSession connects a client with token to base and returns it with
+// the one tool it lists.
+func httpSession(b *testing.B, base, token string) (*sdk.ClientSession, string) {
+	b.Helper()
+	tr := &sdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{token}}, MaxRetries: -1}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(res.Tools) != 1 {
+		b.Fatalf("list: %v %+v", err, res)
+	}
+	return cs, res.Tools[0].Name
+}
+
+func httpCall(b *testing.B, cs *sdk.ClientSession, tool string) {
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool})
+	if err != nil || res.IsError {
+		b.Fatalf("call: %v %+v", err, res)
+	}
+}
