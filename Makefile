@@ -32,6 +32,7 @@ demo: build
 
 test: vet
 	$(GO) test -race -count=1 ./...
+	$(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./... # every benchmark once, so none rots
 	cd packaging && $(GO) test -mod=mod -count=1 ./...
 
 vet:
@@ -67,6 +68,7 @@ fuzz:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./internal/release/descriptor/ ./internal/release/resultschema/ ./internal/release/values/ ./internal/core/store/ ./internal/core/projection/ ./internal/release/extproto/ ./internal/core/invoke/ ./internal/mcp/guard/ ./internal/daemon/wire/
 	$(GO) test -run='^$$' -bench=BenchmarkCLI -benchtime=40x -count=5 ./tests/
+	$(GO) test -run='^$$' -bench=BenchmarkHTTP -benchtime=40x -count=5 ./tests/
 	$(GO) test -run='^$$' -bench='BenchmarkList|BenchmarkCall' -benchtime=20x -count=5 ./internal/mcp/
 
 # 10,000 MCP calls across 20 sessions with kill -9 of children and of

@@ -18,7 +18,7 @@ import (
 // version` without and with a daemon, and a whole `rukh hello` process (resolve
 // from the route index, admit, record, run the Go example extension over
 // rukh.ipc/1, validate, finalize) against running the same extension
-// program directly with a prepared channel, with 10 and 2,000 installed
+// program directly with a prepared channel, with 1 and 2,001 installed
 // commands, in-process and through a running rukhd (whose resident memory
 // is reported as MiB-rss), with rukh-sandbox installed beside them. See
 // docs/benchmarks.md.
@@ -92,7 +92,7 @@ func BenchmarkCLI(b *testing.B) {
 			rukhCmd(b, versionEnv, rukh, "version")
 		}
 	})
-	for _, n := range []int{10, 2000} {
+	for _, n := range []int{1, 2001} {
 		home := filepath.Join(dir, fmt.Sprintf("home-%d", n))
 		installCatalog(b, home, hello, n)
 		env := append(os.Environ(), "RUKH_HOME="+home)
