@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rukh-cli/rukh/internal/release/extproto"
 	"github.com/rukh-cli/rukh/internal/run/sandbox"
@@ -92,27 +94,22 @@ func BenchmarkCLI(b *testing.B) {
 			rukhCmd(b, versionEnv, rukh, "version")
 		}
 	})
+	envs := map[int][]string{}
 	for _, n := range []int{1, 2001} {
 		home := filepath.Join(dir, fmt.Sprintf("home-%d", n))
 		installCatalog(b, home, hello, n)
 		env := append(os.Environ(), "RUKH_HOME="+home)
-		hello := func(b *testing.B) {
-			cmd := exec.Command(rukh, "hello", "bench")
-			cmd.Env = env
-			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Hello, bench!") {
-				b.Fatalf("rukh hello: %v: %s", err, out)
-			}
-		}
+		envs[n] = env
 		b.Run(fmt.Sprintf("rukh/commands=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				hello(b)
+				runHello(b, rukh, env)
 			}
 		})
 		b.Run(fmt.Sprintf("rukh-daemon/commands=%d", n), func(b *testing.B) {
 			rukhCmd(b, env, rukh, "daemon", "start")
 			b.Cleanup(func() { rukhCmd(b, env, rukh, "daemon", "stop") })
 			for b.Loop() {
-				hello(b)
+				runHello(b, rukh, env)
 			}
 			var st struct {
 				RSSBytes int64 `json:"rssBytes"`
@@ -122,6 +119,47 @@ func BenchmarkCLI(b *testing.B) {
 			}
 			b.ReportMetric(float64(st.RSSBytes)/(1<<20), "MiB-rss")
 		})
+	}
+	// The cost of a large catalogue as a ratio of alternating pairs (a call
+	// with 2,001 installed commands, then one with 1, in turn first): the
+	// rows above differ by less than the machine's drift between them.
+	// ns/op is a pair's; the metric is the median pair's ratio.
+	paired := func(b *testing.B) {
+		var ratios []float64
+		for i := 0; b.Loop(); i++ {
+			first, second := envs[2001], envs[1]
+			if i%2 == 1 {
+				first, second = second, first
+			}
+			t0 := time.Now()
+			runHello(b, rukh, first)
+			t1 := time.Now()
+			runHello(b, rukh, second)
+			big, one := t1.Sub(t0), time.Since(t1)
+			if i%2 == 1 {
+				big, one = one, big
+			}
+			ratios = append(ratios, float64(big)/float64(one))
+		}
+		slices.Sort(ratios)
+		b.ReportMetric(ratios[len(ratios)/2], "ratio-2001/1")
+	}
+	b.Run("rukh/commands=2001÷1", paired)
+	b.Run("rukh-daemon/commands=2001÷1", func(b *testing.B) {
+		for _, env := range envs {
+			rukhCmd(b, env, rukh, "daemon", "start")
+			b.Cleanup(func() { rukhCmd(b, env, rukh, "daemon", "stop") })
+		}
+		paired(b)
+	})
+}
+
+// runHello runs `rukh hello bench` in env and checks its greeting.
+func runHello(b *testing.B, rukh string, env []string) {
+	cmd := exec.Command(rukh, "hello", "bench")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Hello, bench!") {
+		b.Fatalf("rukh hello: %v: %s", err, out)
 	}
 }
 
