@@ -80,6 +80,16 @@ func BenchmarkCLI(b *testing.B) {
 			}
 		}
 	})
+	// The floor of a Go program that prints a version: fmt and os.
+	printVersion := filepath.Join(dir, "printversion")
+	build(b, printVersion, "./testdata/printversion")
+	b.Run("floor/print-version", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command(printVersion).Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	versionHome := filepath.Join(dir, "home-version")
 	versionEnv := append(os.Environ(), "RUKH_HOME="+versionHome)
 	b.Run("version", func(b *testing.B) {
