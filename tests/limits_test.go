@@ -125,6 +125,7 @@ func TestLimitsDocumented(t *testing.T) {
 		{"mcphttp", "MaxHeaderBytes", size(mcphttp.MaxHeaderBytes)},
 		{"mcphttp", "MaxConcurrent", count(mcphttp.MaxConcurrent)},
 		{"mcphttp", "MaxConcurrentCaller", count(mcphttp.MaxConcurrentCaller)},
+		{"mcphttp", "MaxBoundServers", count(mcphttp.MaxBoundServers)},
 	} {
 		if got := testhome.Limit(t, l.pkg, l.name); got != l.want {
 			t.Errorf("docs/limits.md gives %s %s as %q; the code has %q", l.pkg, l.name, got, l.want)

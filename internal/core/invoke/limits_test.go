@@ -23,6 +23,7 @@ func TestLimitsDocumented(t *testing.T) {
 		{"invoke.reserveSize", testhome.Limit(t, "invoke", "invoke.reserveSize") == "1 MiB" && reserveSize == 1<<20},
 		{"invoke.CallReserveSize", testhome.Limit(t, "invoke", "invoke.CallReserveSize") == "256 KiB" && CallReserveSize == 256<<10},
 		{"invoke.MaxCallReserves", testhome.Limit(t, "invoke", "invoke.MaxCallReserves") == "256" && MaxCallReserves == 256},
+		{"invoke.MaxFreeReserves", testhome.Limit(t, "invoke", "invoke.MaxFreeReserves") == "8" && MaxFreeReserves == 8},
 		{"store.FilesTimeout", testhome.Limit(t, "wire", "store.FilesTimeout") == "10 s" && store.FilesTimeout == 10*time.Second},
 	} {
 		if !l.got {

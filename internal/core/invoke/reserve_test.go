@@ -107,3 +107,70 @@ func TestCallReservesOnAFullDisk(t *testing.T) {
 		t.Errorf("a dead host's reserve was kept: %v", err)
 	}
 }
+
+// A call gives its reserve back, still allocated, and the next call
+// takes that same file (a rename, no new allocation); an admission
+// leaves at most MaxFreeReserves free, and a free reserve is never
+// counted as held nor taken for a saved outcome.
+func TestFreeReservesAreTakenAgain(t *testing.T) {
+	c := New(t.TempDir())
+	dir := filepath.Join(c.DataDir, PendingDir)
+	first, err := c.takeReserve(fmt.Sprintf("%032x", 1))
+	if err != nil || first == nil {
+		t.Fatalf("first reserve: %v, %v", first, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(first.name, &st); err != nil {
+		t.Fatal(err)
+	}
+	inode := st.Ino
+	first.release()
+	freed := filepath.Join(dir, freeReservePrefix+fmt.Sprintf("%032x", 1))
+	if err := syscall.Stat(freed, &st); err != nil || st.Ino != inode || st.Blocks*512 < CallReserveSize {
+		t.Fatalf("the released reserve: %v, inode %d (want %d), %d bytes allocated", err, st.Ino, inode, st.Blocks*512)
+	}
+	if n := PendingOutcomes(c.DataDir); n != 0 {
+		t.Errorf("a free reserve counted as %d saved outcomes", n)
+	}
+	second, err := c.takeReserve(fmt.Sprintf("%032x", 2))
+	if err != nil || second == nil {
+		t.Fatalf("second reserve: %v, %v", second, err)
+	}
+	if err := syscall.Stat(second.name, &st); err != nil || st.Ino != inode || st.Blocks*512 < CallReserveSize {
+		t.Fatalf("the second call's reserve: %v, inode %d (want the freed %d), %d bytes allocated", err, st.Ino, inode, st.Blocks*512)
+	}
+	if _, err := os.Stat(freed); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the free reserve is still there once taken: %v", err)
+	}
+	second.release()
+
+	// A burst gives back more than MaxFreeReserves; the next admission
+	// keeps that many free, beside its own.
+	var burst []*callReserve
+	for i := range MaxFreeReserves + 5 {
+		r, err := c.takeReserve(fmt.Sprintf("%032x", 100+i))
+		if err != nil || r == nil {
+			t.Fatalf("burst reserve %d: %v, %v", i, r, err)
+		}
+		burst = append(burst, r)
+	}
+	for _, r := range burst {
+		r.release()
+	}
+	if _, err := c.takeReserve(fmt.Sprintf("%032x", 999)); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var free, held int
+	for _, e := range ents {
+		switch {
+		case strings.HasPrefix(e.Name(), freeReservePrefix):
+			free++
+		case strings.HasPrefix(e.Name(), callReservePrefix):
+			held++
+		}
+	}
+	if free != MaxFreeReserves-1 || held != 1 {
+		t.Errorf("after a burst and one admission: %d free (want %d), %d held (want 1)", free, MaxFreeReserves-1, held)
+	}
+}
