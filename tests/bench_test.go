@@ -52,6 +52,7 @@ func BenchmarkCLI(b *testing.B) {
 	floor := filepath.Join(dir, "floor")
 	build(b, floor, "./testdata/floor")
 	floorDB := filepath.Join(dir, "floor.db")
+	var fcall func(*testing.B)
 	for _, c := range []struct {
 		name  string
 		flags []string
@@ -62,11 +63,15 @@ func BenchmarkCLI(b *testing.B) {
 	} {
 		args := append(c.flags, filepath.Join(hello, "bin", "hello"), string(directFrame), extproto.EnvFD+"=3", extproto.EnvToken+"="+strings.Repeat("0", 64))
 		args = append(args, directEnv...)
+		run := func(b *testing.B) {
+			if out, err := exec.Command(floor, args...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
+				b.Fatalf("floor %v: %v: %q", c.flags, err, out)
+			}
+		}
+		fcall = run // the last: F-call
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if out, err := exec.Command(floor, args...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
-					b.Fatalf("floor %v: %v: %q", c.flags, err, out)
-				}
+				run(b)
 			}
 		})
 	}
@@ -104,6 +109,17 @@ func BenchmarkCLI(b *testing.B) {
 			rukhCmd(b, versionEnv, rukh, "version")
 		}
 	})
+	b.Run("version-daemon÷empty", func(b *testing.B) {
+		rukhCmd(b, versionEnv, rukh, "daemon", "start")
+		b.Cleanup(func() { rukhCmd(b, versionEnv, rukh, "daemon", "stop") })
+		pairRatio(b, "ratio",
+			func(b *testing.B) { rukhCmd(b, versionEnv, rukh, "version") },
+			func(b *testing.B) {
+				if err := exec.Command(empty).Run(); err != nil {
+					b.Fatal(err)
+				}
+			})
+	})
 	envs := map[int][]string{}
 	for _, n := range []int{1, 2001} {
 		home := filepath.Join(dir, fmt.Sprintf("home-%d", n))
@@ -131,39 +147,52 @@ func BenchmarkCLI(b *testing.B) {
 			b.ReportMetric(float64(st.RSSBytes)/(1<<20), "MiB-rss")
 		})
 	}
-	// The cost of a large catalogue as a ratio of alternating pairs (a call
-	// with 2,001 installed commands, then one with 1, in turn first): the
-	// rows above differ by less than the machine's drift between them.
+	// The targets as ratios of alternating pairs, each in turn first: the
+	// separate rows run a minute apart, and the machine drifts by more
+	// than the difference between 2,001 commands and 1 in a minute.
 	// ns/op is a pair's; the metric is the median pair's ratio.
-	paired := func(b *testing.B) {
-		var ratios []float64
-		for i := 0; b.Loop(); i++ {
-			first, second := envs[2001], envs[1]
-			if i%2 == 1 {
-				first, second = second, first
-			}
-			t0 := time.Now()
-			runHello(b, rukh, first)
-			t1 := time.Now()
-			runHello(b, rukh, second)
-			big, one := t1.Sub(t0), time.Since(t1)
-			if i%2 == 1 {
-				big, one = one, big
-			}
-			ratios = append(ratios, float64(big)/float64(one))
-		}
-		slices.Sort(ratios)
-		b.ReportMetric(ratios[len(ratios)/2], "ratio-2001/1")
-	}
-	b.Run("rukh/commands=2001÷1", paired)
+	hello1 := func(b *testing.B) { runHello(b, rukh, envs[1]) }
+	b.Run("rukh/commands=2001÷1", func(b *testing.B) {
+		pairRatio(b, "ratio", func(b *testing.B) { runHello(b, rukh, envs[2001]) }, hello1)
+	})
+	b.Run("rukh÷F-call", func(b *testing.B) { pairRatio(b, "ratio", hello1, fcall) })
 	b.Run("rukh-daemon/commands=2001÷1", func(b *testing.B) {
 		for _, env := range envs {
 			rukhCmd(b, env, rukh, "daemon", "start")
 			b.Cleanup(func() { rukhCmd(b, env, rukh, "daemon", "stop") })
 			runHello(b, rukh, env) // warm, as above
 		}
-		paired(b)
+		pairRatio(b, "ratio", func(b *testing.B) { runHello(b, rukh, envs[2001]) }, hello1)
 	})
+	b.Run("rukh-daemon÷F-call", func(b *testing.B) {
+		rukhCmd(b, envs[1], rukh, "daemon", "start")
+		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
+		hello1(b) // warm
+		pairRatio(b, "ratio", hello1, fcall)
+	})
+}
+
+// pairRatio runs x and y in alternation, each in turn first, for every
+// iteration of b, and reports the median ratio of x's time to y's as
+// metric.
+func pairRatio(b *testing.B, metric string, x, y func(*testing.B)) {
+	var ratios []float64
+	timed := func(f func(*testing.B)) time.Duration {
+		start := time.Now()
+		f(b)
+		return time.Since(start)
+	}
+	for i := 0; b.Loop(); i++ {
+		var tx, ty time.Duration
+		if i%2 == 0 {
+			tx, ty = timed(x), timed(y)
+		} else {
+			ty, tx = timed(y), timed(x)
+		}
+		ratios = append(ratios, float64(tx)/float64(ty))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], metric)
 }
 
 // runHello runs `rukh hello bench` in env and checks its greeting.
