@@ -75,26 +75,25 @@ func BenchmarkCLI(b *testing.B) {
 			}
 		})
 	}
-	// The floor of any Go program's start, for `rukh version`'s ratio.
+	// The floors of `rukh version`: any Go program's start, and a Go
+	// program that prints a version (fmt and os).
+	runProgram := func(b *testing.B, path string) {
+		if err := exec.Command(path).Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	empty := filepath.Join(dir, "empty")
-	build(b, empty, "./testdata/empty")
-	b.Run("empty-go-program", func(b *testing.B) {
-		for b.Loop() {
-			if err := exec.Command(empty).Run(); err != nil {
-				b.Fatal(err)
+	for _, f := range []struct{ row, path, pkg string }{
+		{"empty-go-program", empty, "./testdata/empty"},
+		{"floor/print-version", filepath.Join(dir, "printversion"), "./testdata/printversion"},
+	} {
+		build(b, f.path, f.pkg)
+		b.Run(f.row, func(b *testing.B) {
+			for b.Loop() {
+				runProgram(b, f.path)
 			}
-		}
-	})
-	// The floor of a Go program that prints a version: fmt and os.
-	printVersion := filepath.Join(dir, "printversion")
-	build(b, printVersion, "./testdata/printversion")
-	b.Run("floor/print-version", func(b *testing.B) {
-		for b.Loop() {
-			if err := exec.Command(printVersion).Run(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 	versionHome := filepath.Join(dir, "home-version")
 	versionEnv := append(os.Environ(), "RUKH_HOME="+versionHome)
 	b.Run("version", func(b *testing.B) {
@@ -112,13 +111,9 @@ func BenchmarkCLI(b *testing.B) {
 	b.Run("version-daemon÷empty", func(b *testing.B) {
 		rukhCmd(b, versionEnv, rukh, "daemon", "start")
 		b.Cleanup(func() { rukhCmd(b, versionEnv, rukh, "daemon", "stop") })
-		pairRatio(b, "ratio",
+		pairRatio(b,
 			func(b *testing.B) { rukhCmd(b, versionEnv, rukh, "version") },
-			func(b *testing.B) {
-				if err := exec.Command(empty).Run(); err != nil {
-					b.Fatal(err)
-				}
-			})
+			func(b *testing.B) { runProgram(b, empty) })
 	})
 	envs := map[int][]string{}
 	for _, n := range []int{1, 2001} {
@@ -152,30 +147,31 @@ func BenchmarkCLI(b *testing.B) {
 	// than the difference between 2,001 commands and 1 in a minute.
 	// ns/op is a pair's; the metric is the median pair's ratio.
 	hello1 := func(b *testing.B) { runHello(b, rukh, envs[1]) }
+	hello2001 := func(b *testing.B) { runHello(b, rukh, envs[2001]) }
 	b.Run("rukh/commands=2001÷1", func(b *testing.B) {
-		pairRatio(b, "ratio", func(b *testing.B) { runHello(b, rukh, envs[2001]) }, hello1)
+		pairRatio(b, hello2001, hello1)
 	})
-	b.Run("rukh÷F-call", func(b *testing.B) { pairRatio(b, "ratio", hello1, fcall) })
+	b.Run("rukh÷F-call", func(b *testing.B) { pairRatio(b, hello1, fcall) })
 	b.Run("rukh-daemon/commands=2001÷1", func(b *testing.B) {
 		for _, env := range envs {
 			rukhCmd(b, env, rukh, "daemon", "start")
 			b.Cleanup(func() { rukhCmd(b, env, rukh, "daemon", "stop") })
 			runHello(b, rukh, env) // warm, as above
 		}
-		pairRatio(b, "ratio", func(b *testing.B) { runHello(b, rukh, envs[2001]) }, hello1)
+		pairRatio(b, hello2001, hello1)
 	})
 	b.Run("rukh-daemon÷F-call", func(b *testing.B) {
 		rukhCmd(b, envs[1], rukh, "daemon", "start")
 		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
 		hello1(b) // warm
-		pairRatio(b, "ratio", hello1, fcall)
+		pairRatio(b, hello1, fcall)
 	})
 }
 
 // pairRatio runs x and y in alternation, each in turn first, for every
-// iteration of b, and reports the median ratio of x's time to y's as
-// metric.
-func pairRatio(b *testing.B, metric string, x, y func(*testing.B)) {
+// iteration of b, and reports the median ratio of x's time to y's as the
+// metric "ratio".
+func pairRatio(b *testing.B, x, y func(*testing.B)) {
 	var ratios []float64
 	timed := func(f func(*testing.B)) time.Duration {
 		start := time.Now()
@@ -192,7 +188,7 @@ func pairRatio(b *testing.B, metric string, x, y func(*testing.B)) {
 		ratios = append(ratios, float64(tx)/float64(ty))
 	}
 	slices.Sort(ratios)
-	b.ReportMetric(ratios[len(ratios)/2], metric)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
 }
 
 // runHello runs `rukh hello bench` in env and checks its greeting.
