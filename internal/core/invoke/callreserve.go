@@ -48,6 +48,7 @@ const (
 // callReserve is one call's reserve; the zero value (nil) holds none.
 type callReserve struct {
 	name string // its file; "" once used or released
+	id   string // the call's
 }
 
 // takeReserve allocates the reserve of call id (CallReserveSize, fallocate
@@ -113,7 +114,7 @@ func (c *Core) takeReserve(id string) (*callReserve, error) {
 		}
 		return nil, nil // no fallocate here: no reserve, as keepReserve
 	}
-	return &callReserve{name: name}, nil
+	return &callReserve{name: name, id: id}, nil
 }
 
 // takeFree renames the first of the free reserves (names in dir) that
@@ -164,8 +165,7 @@ func (r *callReserve) release() {
 	if r == nil || r.name == "" {
 		return
 	}
-	_, id, _ := strings.Cut(strings.TrimPrefix(filepath.Base(r.name), callReservePrefix), "-")
-	if os.Rename(r.name, filepath.Join(filepath.Dir(r.name), freeReservePrefix+id)) != nil {
+	if os.Rename(r.name, filepath.Join(filepath.Dir(r.name), freeReservePrefix+r.id)) != nil {
 		os.Remove(r.name)
 	}
 	r.name = ""
