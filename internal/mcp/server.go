@@ -54,10 +54,22 @@ type Options struct {
 	Name    string // the CLI's name, e.g. "rukh"
 	Version string
 	Logger  *slog.Logger
-	// Stateless: every request is its own session (Streamable HTTP):
-	// nobody could be told the tool list changed, so the server neither
-	// watches revisions nor advertises listChanged.
+	// Stateless: every request is its own session (Streamable HTTP). The
+	// server does not watch revisions itself, and it never advertises
+	// listChanged to a client of 2025-11-25 or earlier (initialize): such
+	// a client could be told only on a session's GET stream, which HTTP
+	// does not serve (docs/adr/0014-http-list-changed.md).
 	Stateless bool
+	// Revisions, when set, are the revisions the server announces as
+	// tools/list_changed, in place of a watch of its own: the HTTP
+	// adapter gives the server of each subscriptions/listen stream one,
+	// fed from its one watch of the store. Closing it stops announcing.
+	Revisions <-chan uint64
+	// AdvertiseListen: the server advertises tools.listChanged (to
+	// clients of 2026-07-28, with Stateless) though it announces nothing
+	// itself, because the HTTP adapter serves their subscriptions/listen
+	// on a server that has Revisions.
+	AdvertiseListen bool
 	// Diagnostics receives the diagnostics log:
 	// the bounded stdout and stderr of commands, line by line, and each
 	// invocation's start and outcome; never the protocol's stdout.
@@ -78,15 +90,15 @@ type Server struct {
 func NewServer(opts Options) *Server {
 	life, stop := context.WithCancel(context.Background())
 	a := &adapter{opts: opts, life: life, stop: stop}
-	var revisions <-chan uint64
-	if !opts.Stateless {
+	revisions := opts.Revisions
+	if revisions == nil && !opts.Stateless {
 		var err error
 		if revisions, err = opts.Host.WatchRevisions(life); err != nil && opts.Logger != nil {
 			opts.Logger.Warn("clients will not be told when the owner changes the tools: "+err.Error(), "listChanged", false)
 		}
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: revisions != nil}},
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: revisions != nil || opts.AdvertiseListen}},
 		Logger:       opts.Logger,
 	})
 	switch d := opts.Diagnostics.(type) {
@@ -447,9 +459,26 @@ func (a *adapter) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			return a.list(ctx, req.(*sdk.ListToolsRequest))
 		case "tools/call":
 			return a.call(ctx, req.(*sdk.CallToolRequest))
+		case "initialize":
+			if a.opts.Stateless {
+				return noListChanged(next(ctx, method, req))
+			}
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// noListChanged takes listChanged out of an initialize result: a client
+// of 2025-11-25 or earlier over stateless HTTP is never told (Options.Stateless).
+func noListChanged(res sdk.Result, err error) (sdk.Result, error) {
+	ir, ok := res.(*sdk.InitializeResult)
+	if err != nil || !ok || ir.Capabilities == nil || ir.Capabilities.Tools == nil {
+		return res, err
+	}
+	out, caps, tools := *ir, *ir.Capabilities, *ir.Capabilities.Tools
+	tools.ListChanged = false
+	caps.Tools, out.Capabilities = &tools, &caps
+	return &out, nil
 }
 
 // hostError turns a ToolHost failure into the JSON-RPC error a client

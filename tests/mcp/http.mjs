@@ -5,7 +5,9 @@
 //
 // It lists the tools, calls each, and checks that a bad token is refused
 // with 401 and a challenge naming the resource metadata; it prints a JSON
-// report and exits 0, or says why on stderr and exits 1.
+// report and exits 0, or says why on stderr and exits 1. With the
+// argument `progress` it calls examples/greet with a progress token
+// instead (tests/http_stream_test.go, TestHTTPProgress).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -21,6 +23,29 @@ const connect = async (token) => {
   await client.connect(transport);
   return client;
 };
+
+// `node http.mjs progress`: call examples/greet (title "Greet someone")
+// three times over with a progress token (onprogress), and report the
+// notifications that arrived before the result.
+if (process.argv[2] === 'progress') {
+  try {
+    const client = await connect(process.env.RUKH_HTTP_TOKEN);
+    const { tools } = await client.listTools();
+    const greet = tools.find((t) => t.title === 'Greet someone');
+    if (!greet) fail(`no greet tool in ${JSON.stringify(tools.map((t) => t.title))}`);
+    const notes = [];
+    const res = await client.callTool({ name: greet.name, arguments: { name: 'Ada', times: 3 } }, undefined, {
+      onprogress: (p) => notes.push({ progress: p.progress, total: p.total, message: p.message }),
+    });
+    const seen = notes.slice(); // what arrived before the result
+    if (res.isError) fail(`calling greet: ${JSON.stringify(res)}`);
+    await client.close();
+    process.stdout.write(JSON.stringify({ ok: true, notes: seen, text: res.structuredContent?.commandResult?.text }) + '\n');
+  } catch (err) {
+    fail(err?.stack ?? String(err));
+  }
+  process.exit(0);
+}
 
 try {
   const client = await connect(process.env.RUKH_HTTP_TOKEN);

@@ -43,6 +43,9 @@ type Caller struct {
 	Subject string
 	Scopes  []string
 	Task    string
+	// Expiry is the token's exp: a stream served to the caller (an HTTP
+	// subscriptions/listen) ends then.
+	Expiry time.Time
 }
 
 // Error is a refused token, with the HTTP status and the RFC 6750 error
@@ -141,7 +144,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Caller, error) {
 			return nil, &Error{Status: 403, Code: "insufficient_scope", Description: fmt.Sprintf("the token lacks scope %q; this server requires %s", s, strings.Join(v.scopes, " "))}
 		}
 	}
-	caller := &Caller{Issuer: c.Issuer, Subject: c.Subject, Scopes: granted}
+	caller := &Caller{Issuer: c.Issuer, Subject: c.Subject, Scopes: granted, Expiry: c.Expiry.Time()}
 	var all map[string]any
 	if err := tok.Claims(key, &all); err != nil {
 		return nil, invalid("the token's claims do not decode: %v", err)

@@ -56,6 +56,14 @@ const (
 	// server one revision keeps; a request of a caller past them is
 	// served by a server made for it alone.
 	MaxBoundServers = 1024
+	// MaxListen bounds the subscriptions/listen streams open at once,
+	// overall and for one caller (issuer and subject); one more is
+	// refused, 429 with a JSON-RPC error that says which bound it met. A
+	// stream holds no request slot (MaxConcurrent) while it is open; it
+	// ends at its token's exp, when the server stops, or when the
+	// client goes away.
+	MaxListen       = 64
+	MaxListenCaller = 4
 )
 
 // Listen wraps ln so that it holds at most MaxConnections connections:
@@ -137,6 +145,11 @@ type Handler struct {
 	slots  chan struct{}
 	callMu sync.Mutex
 	inUse  map[string]int // requests in flight by issuer + "\x00" + subject
+
+	life      context.Context // New's: the watch and every listen stream end with it
+	revisions *hub            // the one watch of the store; nil if it could not start
+	listens   chan struct{}   // MaxListen
+	listening map[string]int  // listen streams open by issuer + "\x00" + subject (callMu)
 }
 
 // config is one revision's section, with its verifier and the servers
@@ -147,8 +160,14 @@ type config struct {
 	keys     map[string]*bearer.KeySet
 
 	mu      sync.Mutex
-	servers map[caller]http.Handler // at most MaxBoundServers
+	servers map[caller]bound // at most MaxBoundServers
 }
+
+// bound is one caller's server behind the go-sdk's Streamable HTTP
+// handler, twice: answering with one JSON document, and with an event
+// stream (a tools/call with a progress token, whose notifications go in
+// its own response).
+type bound struct{ json, stream http.Handler }
 
 // caller is what a request's server is bound to.
 type caller struct{ task, subject, issuer string }
@@ -156,12 +175,15 @@ type caller struct{ task, subject, issuer string }
 // ErrNoSection is returned by New when the profile has no mcp.http.
 var ErrNoSection = fmt.Errorf("the active profile has no mcp.http section, so nothing is served over HTTP (local MCP never enables it); add one: see docs/mcp.md, \"Over HTTP\"")
 
-// New reads the section and returns the handler.
+// New reads the section and returns the handler, which lives as long
+// as ctx: it watches the store for new revisions (for subscriptions/listen
+// streams) until ctx ends, and every stream ends with it.
 func New(ctx context.Context, opts Options) (*Handler, error) {
 	if opts.KeySets == nil {
 		opts.KeySets = func(as profile.AuthorizationServer) *bearer.KeySet { return bearer.NewKeySet(as.JWKSURI, nil, nil) }
 	}
-	h := &Handler{opts: opts, slots: make(chan struct{}, MaxConcurrent), inUse: map[string]int{}}
+	h := &Handler{opts: opts, slots: make(chan struct{}, MaxConcurrent), inUse: map[string]int{},
+		life: ctx, listens: make(chan struct{}, MaxListen), listening: map[string]int{}}
 	if opts.Diagnostics != nil {
 		h.diag = mcp.NewLogQueue(opts.Diagnostics)
 	}
@@ -171,6 +193,13 @@ func New(ctx context.Context, opts Options) (*Handler, error) {
 	}
 	if c == nil {
 		return nil, ErrNoSection
+	}
+	if revs, err := opts.Host.WatchRevisions(ctx); err != nil {
+		if opts.Logger != nil {
+			opts.Logger.Warn("mcp http: subscriptions/listen streams will not be told when the owner changes the tools: "+err.Error(), "listChanged", false)
+		}
+	} else {
+		h.revisions = newHub(revs)
 	}
 	return h, nil
 }
@@ -202,7 +231,7 @@ func (h *Handler) current(ctx context.Context) (*config, error) {
 				keys[as.Issuer] = h.opts.KeySets(as)
 			}
 		}
-		conf = &config{http: &ph, keys: keys, verifier: bearer.NewVerifier(&ph, keys, nil), servers: map[caller]http.Handler{}}
+		conf = &config{http: &ph, keys: keys, verifier: bearer.NewVerifier(&ph, keys, nil), servers: map[caller]bound{}}
 	} else if h.conf != nil && h.opts.Logger != nil {
 		h.opts.Logger.Warn("mcp http: the owner removed mcp.http; every request is refused", "revision", sec.Revision)
 	}
@@ -294,14 +323,16 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 		refuseUnread(w, be.Description, be.Status)
 		return
 	}
-	release, ok := h.admit(caller)
+	admitted, ok := h.admit(caller)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		refuseUnread(w, "too many requests at once; retry", http.StatusTooManyRequests)
 		return
 	}
+	release := sync.OnceFunc(admitted)
 	defer release()
 	var id jsonrpc.ID
+	var req *jsonrpc.Request
 	if r.Method == http.MethodPost {
 		max := int64(guard.DefaultLimits().MaxMessage)
 		if r.ContentLength > max {
@@ -320,17 +351,43 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 			w.Write(refusal)
 			return
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok {
+		if req, _ = msg.(*jsonrpc.Request); req != nil {
 			id = req.ID
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		// The body is read: from here the request may take as long as
+		// its call, or its stream (the server's ReadTimeout would end it).
+		http.NewResponseController(w).SetReadDeadline(time.Time{})
 	}
-	// The answer is one JSON document (JSONResponse), held until it is
-	// whole: one over the stdio guard's bound is replaced by an error,
-	// as on stdio.
-	out := &boundedWriter{header: http.Header{}, max: guard.DefaultLimits().MaxResponse}
-	h.server(c, caller).ServeHTTP(out, r)
-	out.flush(w, id)
+	max := guard.DefaultLimits().MaxResponse
+	switch {
+	case req != nil && req.IsCall() && req.Method == "subscriptions/listen":
+		// A stream holds a listen slot, not a request slot.
+		release()
+		h.serveListen(w, r, caller, req.ID)
+	case req != nil && req.IsCall() && req.Method == "tools/call" && hasProgressToken(req.Params):
+		// The call's progress notifications go in its own response, an
+		// event stream, each message within the stdio guard's bound.
+		h.server(c, caller).stream.ServeHTTP(&streamWriter{w: w, max: max, id: id}, r)
+	default:
+		// The answer is one JSON document (JSONResponse), held until it
+		// is whole: one over the stdio guard's bound is replaced by an
+		// error, as on stdio.
+		out := &boundedWriter{header: http.Header{}, max: max}
+		h.server(c, caller).json.ServeHTTP(out, r)
+		out.flush(w, id)
+	}
+}
+
+// hasProgressToken reports whether tools/call params ask for progress
+// (_meta.progressToken, not null).
+func hasProgressToken(params json.RawMessage) bool {
+	var p struct {
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	return json.Unmarshal(params, &p) == nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null"
 }
 
 // server is the stateless MCP server of c's revision bound to the
@@ -339,28 +396,42 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 // session the go-sdk makes for it and no more. Every request is still
 // its own session, and each call reads the projection of the revision
 // it runs in.
-func (h *Handler) server(c *config, who *bearer.Caller) http.Handler {
+func (h *Handler) server(c *config, who *bearer.Caller) bound {
 	key := caller{who.Task, who.Subject, who.Issuer}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s, ok := c.servers[key]; ok {
 		return s
 	}
-	so := mcp.Options{
-		Host: h.opts.Host, Binding: mcp.Binding{Task: who.Task, Subject: who.Subject, Issuer: who.Issuer},
-		Name: h.opts.Name, Version: h.opts.Version, Logger: h.opts.Logger, Stateless: true,
-	}
-	if h.diag != nil { // never a nil *LogQueue in the interface
-		so.Diagnostics = h.diag
-	}
-	srv := mcp.NewServer(so)
-	s := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.Server }, &sdk.StreamableHTTPOptions{
-		Stateless: true, JSONResponse: true, Logger: h.opts.Logger,
-	})
+	// It advertises listChanged to 2026-07-28 clients when their
+	// subscriptions/listen can be served (serveListen).
+	srv := h.newServer(who, nil)
+	s := bound{json: h.sdkHandler(srv, true), stream: h.sdkHandler(srv, false)}
 	if len(c.servers) < MaxBoundServers {
 		c.servers[key] = s
 	}
 	return s
+}
+
+// newServer is a stateless MCP server bound to the caller, announcing
+// revisions when given them.
+func (h *Handler) newServer(who *bearer.Caller, revisions <-chan uint64) *mcp.Server {
+	so := mcp.Options{
+		Host: h.opts.Host, Binding: mcp.Binding{Task: who.Task, Subject: who.Subject, Issuer: who.Issuer},
+		Name: h.opts.Name, Version: h.opts.Version, Logger: h.opts.Logger, Stateless: true,
+		Revisions: revisions, AdvertiseListen: h.revisions != nil,
+	}
+	if h.diag != nil { // never a nil *LogQueue in the interface
+		so.Diagnostics = h.diag
+	}
+	return mcp.NewServer(so)
+}
+
+// sdkHandler is the go-sdk's stateless Streamable HTTP handler of srv.
+func (h *Handler) sdkHandler(srv *mcp.Server, jsonResponse bool) http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.Server }, &sdk.StreamableHTTPOptions{
+		Stateless: true, JSONResponse: jsonResponse, Logger: h.opts.Logger,
+	})
 }
 
 // refuseUnread answers a request whose body it did not read, and closes

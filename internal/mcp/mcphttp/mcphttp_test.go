@@ -135,7 +135,7 @@ func TestAdmit(t *testing.T) {
 // its own and not kept. A new revision is a new config, with none.
 func TestServerPerCaller(t *testing.T) {
 	h := &Handler{}
-	c := &config{servers: map[caller]http.Handler{}}
+	c := &config{servers: map[caller]bound{}}
 	alice := &bearer.Caller{Task: "agent", Subject: "alice", Issuer: "https://id.example"}
 	first := h.server(c, alice)
 	if again := h.server(c, &bearer.Caller{Task: "agent", Subject: "alice", Issuer: "https://id.example"}); again != first {
@@ -157,7 +157,7 @@ func TestServerPerCaller(t *testing.T) {
 	if h.server(c, over) == h.server(c, over) || len(c.servers) != MaxBoundServers {
 		t.Fatalf("past the bound: %d servers kept", len(c.servers))
 	}
-	if h.server(&config{servers: map[caller]http.Handler{}}, alice) == first {
+	if h.server(&config{servers: map[caller]bound{}}, alice) == first {
 		t.Fatal("a new revision reused the old revision's server")
 	}
 }
