@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rukh-cli/rukh/internal/mcp/mcphttp"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -76,10 +77,11 @@ func (g *greetHTTP) rename(t *testing.T, ns string) {
 	}
 }
 
-// connect is the go-sdk client over Streamable HTTP with token.
-func (g *greetHTTP) connect(t *testing.T, ctx context.Context, token, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+// connect is the go-sdk client over Streamable HTTP through rt (a
+// bearerTransport).
+func (g *greetHTTP) connect(t *testing.T, ctx context.Context, rt http.RoundTripper, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	tr := &sdk.StreamableClientTransport{Endpoint: g.base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{token}}, MaxRetries: -1}
+	tr := &sdk.StreamableClientTransport{Endpoint: g.base + "/mcp", HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "stream-test", Version: "1"}, opts).Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("%s: connect: %v", version, err)
@@ -166,7 +168,7 @@ func TestHTTPProgress(t *testing.T) {
 		alice := g.issuer.token(t, "alice", nil)
 		for _, version := range []string{"2026-07-28", "2025-11-25"} {
 			notes := make(chan *sdk.ProgressNotificationParams, 16)
-			cs := g.connect(t, ctx, alice, version, &sdk.ClientOptions{
+			cs := g.connect(t, ctx, bearerTransport{alice}, version, &sdk.ClientOptions{
 				ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) { notes <- req.Params },
 			})
 			tool := toolNames(t, ctx, cs)["Greet someone"]
@@ -267,4 +269,157 @@ func TestHTTPProgress(t *testing.T) {
 			t.Errorf("the TypeScript client got the notifications %s and the text %q", got, rep.Text)
 		}
 	})
+}
+
+// listenBody is a 2026-07-28 subscriptions/listen request for tool list
+// changes.
+func listenBody(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},%s}}`, id, meta("2026-07-28"))
+}
+
+// openListen posts a subscriptions/listen and returns its messages once
+// the server acknowledged it (the first message, which it requires).
+func (g *greetHTTP) openListen(t *testing.T, ctx context.Context, token string, id int) (<-chan map[string]any, *http.Response) {
+	t.Helper()
+	resp := g.post(t, ctx, token, "2026-07-28", listenBody(id))
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("subscriptions/listen %d: %d %s %s, want 200 text/event-stream", id, resp.StatusCode, ct, body)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	msgs := make(chan map[string]any, 16)
+	go sseMessages(resp.Body, msgs)
+	select {
+	case m := <-msgs:
+		if m["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("subscriptions/listen %d: the first message is %v, want the acknowledgement", id, m)
+		}
+	case <-ctx.Done():
+		t.Fatalf("subscriptions/listen %d: no acknowledgement", id)
+	}
+	return msgs, resp
+}
+
+// On 2026-07-28, a subscriptions/listen over HTTP is a stream of its own
+// that tells of every change to the caller's tools, in process and
+// through rukhd: the go-sdk client's ToolListChangedHandler fires after
+// a profile apply and the new names work; a raw stream gets
+// notifications/tools/list_changed stamped with its request id. A caller
+// holds at most mcphttp.MaxListenCaller streams (the next is refused
+// with a JSON-RPC error that says so), and a stream ends when its
+// token's exp passes. A 2025-11-25 client is not offered listChanged
+// (docs/adr/0014-http-list-changed.md).
+func TestHTTPListen(t *testing.T) {
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		g := newGreetHTTP(t, h)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+		defer cancel()
+		alice := g.issuer.token(t, "alice", nil)
+
+		legacy := g.connect(t, ctx, bearerTransport{alice}, "2025-11-25", nil)
+		if tools := legacy.InitializeResult().Capabilities.Tools; tools == nil || tools.ListChanged {
+			t.Errorf("2025-11-25 over HTTP: tools capability %+v, want one without listChanged (no GET stream)", tools)
+		}
+		changed := make(chan struct{}, 8)
+		listening := &listenSignal{bearerTransport: bearerTransport{alice}, open: make(chan struct{}, 1)}
+		cs := g.connect(t, ctx, listening, "2026-07-28", &sdk.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+		})
+		if tools := cs.InitializeResult().Capabilities.Tools; tools == nil || !tools.ListChanged {
+			t.Fatalf("2026-07-28 over HTTP: tools capability %+v, want listChanged", tools)
+		}
+		old := toolNames(t, ctx, cs)["Greet someone"]
+		// The raw stream is open (acknowledged) before the change.
+		raw, _ := g.openListen(t, ctx, alice, 41)
+		// The go-sdk client opens its stream in the background: its
+		// headers come with the acknowledgement, which the server sends
+		// once the subscription is registered.
+		select {
+		case <-listening.open:
+		case <-ctx.Done():
+			t.Fatal("the go-sdk client's subscriptions/listen was never answered")
+		}
+		g.rename(t, "renamed")
+		select {
+		case m := <-raw:
+			md, _ := m["params"].(map[string]any)
+			if m["method"] != "notifications/tools/list_changed" || fmt.Sprint(md["_meta"]) != "map[io.modelcontextprotocol/subscriptionId:41]" {
+				t.Errorf("the raw stream got %v, want notifications/tools/list_changed for subscription 41", m)
+			}
+		case <-ctx.Done():
+			t.Fatal("the raw listen stream got no tools/list_changed after the profile apply")
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatal("the go-sdk client's listen stream got no tools/list_changed after the profile apply")
+		}
+		name := toolNames(t, ctx, cs)["Greet someone"]
+		if name == old || name == "" {
+			t.Fatalf("after the change the client lists %q (it was %q)", name, old)
+		}
+		if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{"name": "Ada"}}); err != nil || res.IsError {
+			t.Fatalf("calling the new name %s: %v %+v", name, err, res)
+		}
+
+		// A stream ends when its token's exp passes (a timer from exp):
+		// not before, and with no help from the client.
+		exp := time.Now().Add(2 * time.Second).Truncate(time.Second)
+		short := g.issuer.token(t, "alice", func(c map[string]any) { c["exp"] = exp.Unix() })
+		msgs, _ := g.openListen(t, ctx, short, 60)
+	read:
+		for {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					break read
+				}
+				if m["method"] == "read error" {
+					t.Errorf("the stream of a token expiring at %s broke: %v", exp, m)
+				}
+			case <-ctx.Done():
+				t.Fatalf("the listen stream of a token that expired at %s did not end", exp)
+			}
+		}
+		if now := time.Now(); now.Before(exp) {
+			t.Errorf("the listen stream of a token expiring at %s ended at %s, before it expired", exp, now)
+		}
+
+		// The per-caller bound: the go-sdk client's stream and the raw
+		// one are two (the expired one's slot is free again); open up to
+		// the bound, then one more is refused.
+		for i := 2; i < mcphttp.MaxListenCaller; i++ {
+			g.openListen(t, ctx, alice, 50+i)
+		}
+		resp := g.post(t, ctx, alice, "2026-07-28", listenBody(99))
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"id":99`) ||
+			!strings.Contains(string(body), fmt.Sprintf("this caller has %d subscriptions/listen streams open already", mcphttp.MaxListenCaller)) {
+			t.Errorf("listen %d of one caller: %d %s, want 429 and the JSON-RPC error naming the bound", mcphttp.MaxListenCaller+1, resp.StatusCode, body)
+		}
+		// The streams hold no request slot: calls still work.
+		if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{"name": "Ada"}}); err != nil || res.IsError {
+			t.Fatalf("a call while alice's streams are open: %v %+v", err, res)
+		}
+	})
+}
+
+// listenSignal is a bearerTransport that tells when the response to a
+// subscriptions/listen has begun (status 200 and its headers).
+type listenSignal struct {
+	bearerTransport
+	open chan struct{}
+}
+
+func (l *listenSignal) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.bearerTransport.RoundTrip(r)
+	if err == nil && r.Header.Get("Mcp-Method") == "subscriptions/listen" && resp.StatusCode == 200 {
+		select {
+		case l.open <- struct{}{}:
+		default:
+		}
+	}
+	return resp, err
 }

@@ -355,9 +355,6 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 			id = req.ID
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		// The body is read: from here the request may take as long as
-		// its call, or its stream (the server's ReadTimeout would end it).
-		http.NewResponseController(w).SetReadDeadline(time.Time{})
 	}
 	max := guard.DefaultLimits().MaxResponse
 	switch {
