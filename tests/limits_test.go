@@ -126,6 +126,8 @@ func TestLimitsDocumented(t *testing.T) {
 		{"mcphttp", "MaxConcurrent", count(mcphttp.MaxConcurrent)},
 		{"mcphttp", "MaxConcurrentCaller", count(mcphttp.MaxConcurrentCaller)},
 		{"mcphttp", "MaxBoundServers", count(mcphttp.MaxBoundServers)},
+		{"mcphttp", "MaxListen", count(mcphttp.MaxListen)},
+		{"mcphttp", "MaxListenCaller", count(mcphttp.MaxListenCaller)},
 	} {
 		if got := testhome.Limit(t, l.pkg, l.name); got != l.want {
 			t.Errorf("docs/limits.md gives %s %s as %q; the code has %q", l.pkg, l.name, got, l.want)

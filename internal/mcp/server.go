@@ -85,8 +85,10 @@ type Server struct {
 }
 
 // NewServer returns a Server for opts. It advertises tools.listChanged
-// when it can watch the store for new revisions, and then tells its
-// sessions of each one (notifyRevisions).
+// when it can watch the store for new revisions (or is given them,
+// Options.Revisions), and then tells its sessions of each one
+// (notifyRevisions); with Options.AdvertiseListen it advertises it for
+// the HTTP adapter's listen streams.
 func NewServer(opts Options) *Server {
 	life, stop := context.WithCancel(context.Background())
 	a := &adapter{opts: opts, life: life, stop: stop}

@@ -22,9 +22,10 @@ import (
 // holds one of the caller's listen slots (MaxListenCaller, MaxListen)
 // and ends at the token's exp (a timer), when the handler's life ends
 // (the server stops), or when the client goes away.
-func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, who *bearer.Caller, id jsonrpc.ID) {
+func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, c *config, who *bearer.Caller, id jsonrpc.ID) {
 	if !who.Expiry.After(time.Now()) {
 		// Within the verifier's skew: a stream would end at once.
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q, error="invalid_token", error_description="the token expired"`, metadataURL(c.http.Resource)))
 		refuseListen(w, id, http.StatusUnauthorized, fmt.Sprintf("the token expired at %s: a subscriptions/listen stream lasts until its token's exp; listen again with a fresh token",
 			who.Expiry.UTC().Format(time.RFC3339)))
 		return

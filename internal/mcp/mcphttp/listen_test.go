@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -93,19 +94,7 @@ func newListenFixture(t *testing.T, life context.Context) *listenFixture {
 // returns its events' data, one line each, and the acknowledgement read.
 func (f *listenFixture) listen(t *testing.T, ctx context.Context, exp time.Time) <-chan string {
 	t.Helper()
-	tok := testjwt.Mint(jose.SigningKey{Algorithm: jose.EdDSA, Key: f.key}, "k1",
-		map[string]any{"iss": "https://idp.test", "sub": "alice", "aud": "https://rukh.test/mcp", "exp": exp.Unix()})
-	body := `{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url, strings.NewReader(body))
-	for k, v := range map[string]string{"Authorization": "Bearer " + tok, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
+	resp := f.post(t, ctx, exp)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("listen: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -123,6 +112,26 @@ func (f *listenFixture) listen(t *testing.T, ctx context.Context, exp time.Time)
 		t.Fatalf("the first event is %s", d)
 	}
 	return data
+}
+
+// post sends the listen request with a token of alice's that expires at
+// exp; the body is closed at the test's end.
+func (f *listenFixture) post(t *testing.T, ctx context.Context, exp time.Time) *http.Response {
+	t.Helper()
+	tok := testjwt.Mint(jose.SigningKey{Algorithm: jose.EdDSA, Key: f.key}, "k1",
+		map[string]any{"iss": "https://idp.test", "sub": "alice", "aud": "https://rukh.test/mcp", "exp": exp.Unix()})
+	body := `{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url, strings.NewReader(body))
+	for k, v := range map[string]string{"Authorization": "Bearer " + tok, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
 }
 
 // next is the next event's data, or the test fails saying what it
@@ -181,6 +190,14 @@ func TestListenStream(t *testing.T) {
 	ended(t, ctx, data, "its token expired")
 	if now := time.Now(); now.Before(exp) {
 		t.Errorf("the stream of a token expiring at %s ended at %s", exp.Format(time.StampMilli), now.Format(time.StampMilli))
+	}
+
+	// A token past its exp but within the verifier's skew: no stream.
+	resp := f.post(t, ctx, time.Now().Add(-10*time.Second))
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) ||
+		!strings.Contains(string(body), `"id":5`) || !strings.Contains(string(body), "a subscriptions/listen stream lasts until its token's exp") {
+		t.Errorf("a listen with an expired token: %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
 	}
 
 	data = f.listen(t, ctx, time.Now().Add(time.Hour))

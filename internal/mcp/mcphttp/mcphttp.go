@@ -361,7 +361,7 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request, c *config) {
 	case req != nil && req.IsCall() && req.Method == "subscriptions/listen":
 		// A stream holds a listen slot, not a request slot.
 		release()
-		h.serveListen(w, r, caller, req.ID)
+		h.serveListen(w, r, c, caller, req.ID)
 	case req != nil && req.IsCall() && req.Method == "tools/call" && hasProgressToken(req.Params):
 		// The call's progress notifications go in its own response, an
 		// event stream, each message within the stdio guard's bound.
