@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/rukh-cli/rukh/internal/core/profile"
 	"github.com/rukh-cli/rukh/internal/mcp/bearer"
@@ -208,5 +209,34 @@ func TestListenStream(t *testing.T) {
 	f.h.callMu.Unlock()
 	if open != 0 || len(f.h.listens) != 0 {
 		t.Errorf("after the streams ended: %d callers and %d slots held", open, len(f.h.listens))
+	}
+}
+
+// An event stream passes as it is written, event by event, flushed; an
+// event over the bound is not sent: in its place goes the error for the
+// request's id, as an event, and nothing after it.
+func TestStreamWriter(t *testing.T) {
+	id, _ := jsonrpc.MakeID(float64(7))
+	rec := httptest.NewRecorder()
+	s := &streamWriter{w: rec, max: 40, id: id}
+	s.Header().Set("Content-Type", "text/event-stream")
+	small := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n"
+	if _, err := s.Write([]byte(small)); err != nil {
+		t.Fatalf("a small event: %v", err)
+	}
+	if err := http.NewResponseController(s).Flush(); err != nil || !rec.Flushed {
+		t.Errorf("flushing through the writer: %v (flushed %v)", err, rec.Flushed)
+	}
+	big := "event: message\ndata: {\"result\":\"" + strings.Repeat("0", 64) + "\"}\n\n"
+	if _, err := s.Write([]byte(big)); err == nil {
+		t.Error("an event over the bound was taken")
+	}
+	if _, err := s.Write([]byte(small)); err == nil {
+		t.Error("an event after one over the bound was taken")
+	}
+	got := rec.Body.String()
+	if !strings.HasPrefix(got, small) || strings.Contains(got, "0000") || strings.Count(got, "event: message\n") != 2 ||
+		!strings.Contains(got, `"id":7`) || !strings.Contains(got, "the response is more than 40 bytes") {
+		t.Errorf("the stream: %q", got)
 	}
 }
