@@ -321,6 +321,13 @@ func TestHTTPListen(t *testing.T) {
 		if tools := legacy.InitializeResult().Capabilities.Tools; tools == nil || tools.ListChanged {
 			t.Errorf("2025-11-25 over HTTP: tools capability %+v, want one without listChanged (no GET stream)", tools)
 		}
+		// Nor does a 2025-11-25 request get a stream by asking for one.
+		resp := g.post(t, ctx, alice, "2025-11-25", `{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "subscriptions/listen is a method of protocol 2026-07-28") {
+			t.Errorf("a 2025-11-25 subscriptions/listen: %d %s", resp.StatusCode, body)
+		}
 		changed := make(chan struct{}, 8)
 		listening := &listenSignal{bearerTransport: bearerTransport{alice}, open: make(chan struct{}, 1)}
 		cs := g.connect(t, ctx, listening, "2026-07-28", &sdk.ClientOptions{
@@ -392,8 +399,8 @@ func TestHTTPListen(t *testing.T) {
 		for i := 2; i < mcphttp.MaxListenCaller; i++ {
 			g.openListen(t, ctx, alice, 50+i)
 		}
-		resp := g.post(t, ctx, alice, "2026-07-28", listenBody(99))
-		body, _ := io.ReadAll(resp.Body)
+		resp = g.post(t, ctx, alice, "2026-07-28", listenBody(99))
+		body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"id":99`) ||
 			!strings.Contains(string(body), fmt.Sprintf("this caller has %d subscriptions/listen streams open already", mcphttp.MaxListenCaller)) {

@@ -23,6 +23,17 @@ import (
 // and ends at the token's exp (a timer), when the handler's life ends
 // (the server stops), or when the client goes away.
 func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, c *config, who *bearer.Caller, id jsonrpc.ID) {
+	if v := r.Header.Get("MCP-Protocol-Version"); v < "2026-07-28" {
+		// Earlier versions have no such method; this server gives them
+		// no stream at all (docs/adr/0014-http-list-changed.md).
+		out, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("subscriptions/listen is a method of protocol 2026-07-28 (this request's MCP-Protocol-Version is %q): "+
+				"listen with 2026-07-28; over HTTP an earlier client is not told of changes, and lists again when a call answers unknown tool", v)}})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(out)
+		return
+	}
 	if !who.Expiry.After(time.Now()) {
 		// Within the verifier's skew: a stream would end at once.
 		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q, error="invalid_token", error_description="the token expired"`, metadataURL(c.http.Resource)))
