@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rukh-cli/rukh/internal/core/profile"
+	"github.com/rukh-cli/rukh/internal/core/projection"
 	"github.com/rukh-cli/rukh/internal/daemon/wire"
 	"github.com/rukh-cli/rukh/internal/mcp"
 	"github.com/spf13/cobra"
@@ -61,11 +62,9 @@ func newToolsCmd(f *Factory) *cobra.Command {
 				out.AdvertisedBytes += a.Bytes
 			}
 			// The names clients are sent are the ones they may reject.
-			long := 0
-			for _, a := range out.Advertised {
-				if len(a.Name) > maxClientName {
-					long++
-				}
+			names := make([]string, len(out.Advertised))
+			for i, a := range out.Advertised {
+				names[i] = a.Name
 			}
 			for _, t := range p.Tools {
 				out.Tools = append(out.Tools, toolRow{t.Name, t.Identity, t.Title})
@@ -110,16 +109,44 @@ func newToolsCmd(f *Factory) *cobra.Command {
 				}
 				tw.Flush()
 			}
-			if long > 0 {
-				fmt.Fprintf(f.IO.ErrOut, "warning: %d tool name%s longer than %d characters; many MCP clients reject them. Set \"mcp\": {\"naming\": \"compact\"} in the profile (docs/projection.md)\n",
-					long, plural(long), maxClientName)
-			}
+			fmt.Fprint(f.IO.ErrOut, longNames(names, nameLimit{Max: maxClientName, Who: "many MCP clients reject them"}, p.Naming))
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&task, "task", "", "count what this task's agents are sent (default: the profile's mcp.task)")
 	return cmd
+}
+
+// nameLimit is the longest tool name a client accepts, counted as it
+// counts them.
+type nameLimit struct {
+	Max int
+	// Prefix is what the client puts before each name, and With says
+	// so (" with Claude Code's prefix mcp__rukh__"); both "" for none.
+	Prefix, With string
+	Who          string // what they do with longer names: "Cursor rejects them"
+}
+
+// longNames is the warning, "" for none, about the names longer than l
+// allows, and what to change: the profile's naming, or, when names are
+// already compact, the server's name in the client. `tools` (for any
+// client) and `mcp config` (for that client) both warn with it.
+func longNames(names []string, l nameLimit, naming projection.Naming) string {
+	n := 0
+	for _, name := range names {
+		if len(l.Prefix)+len(name) > l.Max {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	fix := `Set "mcp": {"naming": "compact"} in the profile (docs/projection.md)`
+	if naming == projection.Compact {
+		fix = "Give the server a shorter name in the client (--name)"
+	}
+	return fmt.Sprintf("warning: %d tool name%s longer than %d characters%s; %s. %s\n", n, plural(n), l.Max, l.With, l.Who, fix)
 }
 
 // advertisedTool is one tool as an agent of the bound task lists it.
