@@ -127,7 +127,7 @@ func clientNames(cmd *cobra.Command, f *Factory, c *mcpconfig.Client, server str
 	if err != nil {
 		return ""
 	}
-	_, tools, err := advertised(cmd, f, "")
+	_, tools, _, err := advertised(cmd, f, "")
 	if err != nil {
 		return ""
 	}

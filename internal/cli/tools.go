@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/rukh-cli/rukh/internal/core/profile"
@@ -51,13 +53,17 @@ func newToolsCmd(f *Factory) *cobra.Command {
 				Projection      string           `json:"projection"`
 				Advertised      []advertisedTool `json:"advertised"`
 				AdvertisedBytes int              `json:"advertisedBytes"`
+				// The tools of the task every call of which is denied.
+				Denied []deniedTool `json:"denied"`
 			}{Revision: p.Revision, Namespace: p.Namespace, Naming: string(p.Naming), CatalogHash: p.CatalogHash,
 				Tools: []toolRow{}, NotExposed: []hidden{}, Projection: st.Profile.MCPProjection(), Advertised: []advertisedTool{}}
+			var denied []*wire.DeniedTool
 			var err2 error
-			out.Task, out.Advertised, err2 = advertised(cmd, f, task)
+			out.Task, out.Advertised, denied, err2 = advertised(cmd, f, task)
 			if err2 != nil {
 				return err2
 			}
+			out.Denied = deniedRows(denied)
 			for _, a := range out.Advertised {
 				out.AdvertisedBytes += a.Bytes
 			}
@@ -110,6 +116,9 @@ func newToolsCmd(f *Factory) *cobra.Command {
 				tw.Flush()
 			}
 			fmt.Fprint(f.IO.ErrOut, longNames(names, nameLimit{Max: maxClientName, Who: "many MCP clients reject them"}, p.Naming))
+			for _, d := range out.Denied {
+				fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", d.warning(out.Task))
+			}
 			return nil
 		},
 	}
@@ -149,6 +158,55 @@ func longNames(names []string, l nameLimit, naming projection.Naming) string {
 	return fmt.Sprintf("warning: %d tool name%s longer than %d characters%s; %s. %s\n", n, plural(n), l.Max, l.With, l.Who, fix)
 }
 
+// deniedTool is a tool a task's agents are listed, every call of which
+// the task denies: its command asks for an access no allow rule grants
+// (wire.DeniedTool, as the host lists it).
+type deniedTool struct {
+	Name     string `json:"name"`
+	Identity string `json:"identity"`
+	Action   string `json:"action"`
+	Resource string `json:"resource"`
+}
+
+func deniedRows(list []*wire.DeniedTool) []deniedTool {
+	out := []deniedTool{}
+	for _, d := range list {
+		out = append(out, deniedTool{d.Name, d.Identity, d.Action, d.Resource})
+	}
+	return out
+}
+
+// warning says that task denies every call of d, and the rule to add.
+func (d deniedTool) warning(task string) string {
+	rule, _ := json.Marshal(profile.Rule{Action: d.Action, Resource: suggestedResource(d.Resource)})
+	return fmt.Sprintf("task %q denies every call of %s: it needs %s on %q, which no rule of tasks.%s.allow grants; add one to the profile, e.g. %s, as narrow as you mean it",
+		task, d.Identity, d.Action, d.Resource, task, rule)
+}
+
+// suggestedResource is an allow pattern that covers the resource template
+// r: each {input} a "*", and a path from its first placeholder on "**"
+// ("*" stops at a "/").
+func suggestedResource(r string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(r, '{')
+		j := strings.IndexByte(r, '}')
+		if i < 0 || j < i {
+			b.WriteString(r)
+			break
+		}
+		b.WriteString(r[:i] + "*")
+		r = r[j+1:]
+	}
+	out := b.String()
+	if p, ok := strings.CutPrefix(out, "path:"); ok {
+		if i := strings.IndexByte(p, '*'); i >= 0 {
+			out = "path:" + p[:i] + "**"
+		}
+	}
+	return out
+}
+
 // advertisedTool is one tool as an agent of the bound task lists it.
 type advertisedTool struct {
 	Name  string `json:"name"`
@@ -156,32 +214,37 @@ type advertisedTool struct {
 }
 
 // advertised lists every tool task's agents see, as `rukh mcp --task`
-// would, and measures each as tools/list sends it.
-func advertised(cmd *cobra.Command, f *Factory, task string) (string, []advertisedTool, error) {
+// would, and measures each as tools/list sends it; and the tools the task
+// denies every call of, as `rukh mcp` says at start.
+func advertised(cmd *cobra.Command, f *Factory, task string) (string, []advertisedTool, []*wire.DeniedTool, error) {
 	th, err := f.ToolHost()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	task, err = th.BindTask(cmd.Context(), task)
 	var we *wire.Error
 	if errors.As(err, &we) && we.Code == wire.CodeTaskUndefined {
-		return "", nil, &UsageError{fmt.Errorf("%s; see `%s profile show`", we.Message, f.Name)}
+		return "", nil, nil, &UsageError{fmt.Errorf("%s; see `%s profile show`", we.Message, f.Name)}
 	}
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	out := []advertisedTool{}
+	var denied []*wire.DeniedTool
 	cursor := ""
 	for {
-		page, err := th.ListTools(cmd.Context(), &wire.ListTools{Task: task, Cursor: cursor})
+		page, err := th.ListTools(cmd.Context(), &wire.ListTools{Task: task, Cursor: cursor, Denied: cursor == ""})
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
+		}
+		if cursor == "" {
+			denied = page.Denied
 		}
 		for _, t := range page.Tools {
 			out = append(out, advertisedTool{t.Name, mcp.AdvertisedBytes(t)})
 		}
 		if cursor = page.NextCursor; cursor == "" {
-			return task, out, nil
+			return task, out, denied, nil
 		}
 	}
 }
