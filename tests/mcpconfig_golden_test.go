@@ -75,10 +75,17 @@ func (r *configRun) clean(s string) string {
 // tool-name limit gets (names in full, and compact names under a long
 // server name), "already configured", CLAUDE_CONFIG_DIR, a Codex file
 // whose servers are an inline table, and a TOML error with its line and
-// column; two --writes in a row keep two backups.
+// column; two --writes in a row keep two backups. In process and with
+// rukhd holding the store (`mcp config` runs in the caller's process and
+// lists the tools through the daemon), with the same goldens.
 func TestMCPConfigCases(t *testing.T) {
-	rukh, _ := hostBinaries(t)
+	forEachHost(t, func(t *testing.T, h *testHost) { mcpConfigCases(t, h) })
+}
+
+func mcpConfigCases(t *testing.T, h *testHost) {
+	rukh := h.Rukh
 	o := newOutlive(t) // two tools, named in full
+	h.serve(t, o.home)
 	r := newConfigRun(t, rukh, o)
 
 	t.Run("warnings", func(t *testing.T) {

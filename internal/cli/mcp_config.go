@@ -118,21 +118,19 @@ accepts, and says what to change.`,
 // server would list that are longer than c accepts, counted as c counts
 // them (with its prefix and the server's name), or "". It is "" too when
 // the tools cannot be listed: the entry is right all the same, and
-// `tools` says why.
+// `tools` says why. They are listed through the tool host, as `mcp` and
+// `tools` list them: `mcp config` runs in the caller's process, where a
+// daemon may hold the store.
 func clientNames(cmd *cobra.Command, f *Factory, c *mcpconfig.Client, server string) string {
 	if c.Names == nil {
 		return ""
 	}
-	st, err := state(cmd, f)
+	list, err := advertised(cmd, f, "")
 	if err != nil {
 		return ""
 	}
-	_, tools, _, err := advertised(cmd, f, "")
-	if err != nil {
-		return ""
-	}
-	names := make([]string, len(tools))
-	for i, t := range tools {
+	names := make([]string, len(list.Tools))
+	for i, t := range list.Tools {
 		names[i] = t.Name
 	}
 	l := nameLimit{Max: c.Names.Max, Prefix: c.Names.PrefixFor(server), Who: c.Title + " " + c.Names.Longer}
@@ -142,7 +140,7 @@ func clientNames(cmd *cobra.Command, f *Factory, c *mcpconfig.Client, server str
 	case l.Prefix != "":
 		l.With = fmt.Sprintf(" with %s's prefix %s", c.Title, l.Prefix)
 	}
-	return longNames(names, l, st.Projection.Naming)
+	return longNames(names, l, list.Naming)
 }
 
 func nonNil(m map[string]string) map[string]string {

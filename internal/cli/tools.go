@@ -57,13 +57,11 @@ func newToolsCmd(f *Factory) *cobra.Command {
 				Denied []deniedTool `json:"denied"`
 			}{Revision: p.Revision, Namespace: p.Namespace, Naming: string(p.Naming), CatalogHash: p.CatalogHash,
 				Tools: []toolRow{}, NotExposed: []hidden{}, Projection: st.Profile.MCPProjection(), Advertised: []advertisedTool{}}
-			var denied []*wire.DeniedTool
-			var err2 error
-			out.Task, out.Advertised, denied, err2 = advertised(cmd, f, task)
-			if err2 != nil {
-				return err2
+			list, err := advertised(cmd, f, task)
+			if err != nil {
+				return err
 			}
-			out.Denied = deniedRows(denied)
+			out.Task, out.Advertised, out.Denied = list.Task, list.Tools, deniedRows(list.Denied)
 			for _, a := range out.Advertised {
 				out.AdvertisedBytes += a.Bytes
 			}
@@ -213,38 +211,46 @@ type advertisedTool struct {
 	Bytes int    `json:"bytes"`
 }
 
+// toolList is what a task's agents are listed, as the host that serves
+// them (rukhd, when one answers) lists it.
+type toolList struct {
+	Task   string
+	Tools  []advertisedTool
+	Denied []*wire.DeniedTool // the tools the task denies every call of
+	Naming projection.Naming
+}
+
 // advertised lists every tool task's agents see, as `rukh mcp --task`
 // would, and measures each as tools/list sends it; and the tools the task
 // denies every call of, as `rukh mcp` says at start.
-func advertised(cmd *cobra.Command, f *Factory, task string) (string, []advertisedTool, []*wire.DeniedTool, error) {
+func advertised(cmd *cobra.Command, f *Factory, task string) (*toolList, error) {
 	th, err := f.ToolHost()
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
 	task, err = th.BindTask(cmd.Context(), task)
 	var we *wire.Error
 	if errors.As(err, &we) && we.Code == wire.CodeTaskUndefined {
-		return "", nil, nil, &UsageError{fmt.Errorf("%s; see `%s profile show`", we.Message, f.Name)}
+		return nil, &UsageError{fmt.Errorf("%s; see `%s profile show`", we.Message, f.Name)}
 	}
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	out := []advertisedTool{}
-	var denied []*wire.DeniedTool
+	out := &toolList{Task: task, Tools: []advertisedTool{}}
 	cursor := ""
 	for {
 		page, err := th.ListTools(cmd.Context(), &wire.ListTools{Task: task, Cursor: cursor, Denied: cursor == ""})
 		if err != nil {
-			return "", nil, nil, err
+			return nil, err
 		}
 		if cursor == "" {
-			denied = page.Denied
+			out.Denied, out.Naming = page.Denied, projection.Naming(page.Naming)
 		}
 		for _, t := range page.Tools {
-			out = append(out, advertisedTool{t.Name, mcp.AdvertisedBytes(t)})
+			out.Tools = append(out.Tools, advertisedTool{t.Name, mcp.AdvertisedBytes(t)})
 		}
 		if cursor = page.NextCursor; cursor == "" {
-			return task, out, denied, nil
+			return out, nil
 		}
 	}
 }

@@ -154,7 +154,7 @@ func (l *Host) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolP
 		}
 		start = pos
 	}
-	page := &wire.ToolPage{Revision: p.Revision, Tools: []*wire.Tool{}, Total: len(tools), Commands: commands, Projection: prof.MCPProjection(), Denied: denied}
+	page := &wire.ToolPage{Revision: p.Revision, Tools: []*wire.Tool{}, Total: len(tools), Commands: commands, Projection: prof.MCPProjection(), Denied: denied, Naming: string(p.Naming)}
 	size := 0
 	end := start
 	for ; end < len(tools) && end-start < PageTools; end++ {

@@ -256,6 +256,8 @@ type ToolPage struct {
 	// Denied, when ListTools.Denied asked for it: of the whole list, in
 	// name order.
 	Denied []*DeniedTool `cbor:"denied,omitempty"`
+	// Naming is how the tools are named: "full" or "compact".
+	Naming string `cbor:"naming,omitempty"`
 }
 
 // Tool is one MCP tool as listed.
