@@ -64,7 +64,7 @@ func TestDependencies(t *testing.T) {
 	}
 }
 
-var updateDeps = flag.Bool("update", false, "rewrite cmd/rukh/depaware.txt and cmd/rukhd/depaware.txt from what they link")
+var updateDeps = flag.Bool("update", false, "rewrite cmd/rukh/depaware.txt and cmd/rukhd/depaware.txt from what they link, and testdata/mcpconfig/*.golden")
 
 // TestThinClientDeps: the thin `rukh` links exactly the packages listed in
 // cmd/rukh/depaware.txt — leaf packages of this module and what they

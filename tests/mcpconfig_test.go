@@ -20,8 +20,9 @@ import (
 // the same home: a client started with exactly that command, arguments
 // and environment (and nothing of the shell's but PATH and HOME) lists
 // the tools a session of the shell lists. --write merges it into the
-// client's file, and refuses the same name again without --force (exit
-// 1, the file untouched). In process and through rukhd.
+// client's file; the same entry again is "already configured" (exit 0),
+// and another entry of the name is refused without --force (exit 1, the
+// file untouched). In process and through rukhd.
 func TestMCPConfigStartsTheSameServer(t *testing.T) {
 	forEachHost(t, func(t *testing.T, h *testHost) {
 		o := newOutlive(t)
@@ -85,10 +86,17 @@ func TestMCPConfigStartsTheSameServer(t *testing.T) {
 			t.Fatalf(".mcp.json: %v\n%s", err, first)
 		}
 		out2, err := write()
-		if code := exitCode(err); code != 1 || !strings.Contains(out2, `already has a server "rukh"`) {
+		if code := exitCode(err); code != 0 || !strings.Contains(out2, `"rukh" is already configured in `) {
 			t.Errorf("--write again: exit %d\n%s", code, out2)
 		}
-		if again, _ := os.ReadFile(filepath.Join(project, ".mcp.json")); string(again) != string(first) {
+		// Another entry of the name is refused.
+		edited := strings.Replace(string(first), entry.Command, "/opt/old/rukh", 1)
+		os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(edited), 0o644)
+		out3, err := write()
+		if code := exitCode(err); code != 1 || !strings.Contains(out3, `already has a server "rukh"`) {
+			t.Errorf("--write over another entry: exit %d\n%s", code, out3)
+		}
+		if again, _ := os.ReadFile(filepath.Join(project, ".mcp.json")); string(again) != edited {
 			t.Errorf("a refused --write changed the file")
 		}
 	})

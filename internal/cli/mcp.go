@@ -114,19 +114,23 @@ func stopped(ctx context.Context, err error) error {
 
 // serving says on the log what `rukh mcp` serves: the home, the task,
 // the projection and how many tools and commands, with a warning when
-// that is none (an agent's client would show an empty server, silently).
+// that is none (an agent's client would show an empty server, silently),
+// and one for each tool the task denies every call of.
 func serving(ctx context.Context, f *Factory, logw io.Writer, h seam.ToolHost, task string) {
 	home := "?"
 	if p, err := f.Paths(); err == nil {
 		home = p.Data
 	}
-	page, err := h.ListTools(ctx, &wire.ListTools{Task: task})
+	page, err := h.ListTools(ctx, &wire.ListTools{Task: task, Denied: true})
 	if err != nil {
 		fmt.Fprintf(logw, "%s mcp: serving task %q of %s on stdio; listing its tools failed: %v\n", f.Name, task, home, err)
 		return
 	}
 	fmt.Fprintf(logw, "%s mcp: serving task %q of %s on stdio: %d tool%s for %d command%s (projection %s, revision %d)\n",
 		f.Name, task, home, page.Total, plural(page.Total), page.Commands, plural(page.Commands), page.Projection, page.Revision)
+	for _, d := range deniedRows(page.Denied) {
+		fmt.Fprintf(logw, "%s mcp: warning: %s\n", f.Name, d.warning(task))
+	}
 	if page.Commands == 0 {
 		fmt.Fprintf(logw, "%s mcp: warning: task %q sees no command: the profile's mcp.expose names none it may run, or %s is not the home you meant "+
 			"(set %s for the client as for your shell); see `%s tools`\n", f.Name, task, home, f.HomeEnv, f.Name)

@@ -30,10 +30,14 @@ XDG directories, when they are not the defaults). --write merges it into the
 client's file for --scope (user, the default, or project: the working
 directory's, where the client has one): every other entry is kept byte for
 byte, the file is replaced atomically and the previous one kept as
-FILE.bak-TIME. A file that is a symbolic link is written through: the file
-it links to is replaced, and the link stays. An entry of the same name is
+FILE.bak-TIME (FILE.bak-TIME-2, … within one second). A file that is a
+symbolic link is written through: the file it links to is replaced, and the
+link stays. A file that already has the entry as it would be written is
+"already configured", and left as it is. Another entry of the same name is
 replaced only with --force; a file that is not valid, not a regular file,
-larger than 4 MiB, or a link to nothing is refused, and nothing is written.`,
+larger than 4 MiB, or a link to nothing is refused, and nothing is written.
+It warns when the tools this server lists have names longer than CLIENT
+accepts, and says what to change.`,
 		Args:      exactArgs(1, "mcp config takes one client: "+strings.Join(clients, ", ")),
 		ValidArgs: clients,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,34 +65,44 @@ larger than 4 MiB, or a link to nothing is refused, and nothing is written.`,
 			if err != nil {
 				return err
 			}
-			backup, target := "", file
+			backup, target, same := "", file, false
 			if write {
 				w, err := c.Write(file, srv, force, time.Now().UTC().Format("20060102T150405Z"))
 				if err != nil {
 					return err
 				}
-				backup, target = w.Backup, w.File
+				backup, target, same = w.Backup, w.File, w.Unchanged
 			}
+			warning := clientNames(cmd, f, c, srv.Name)
 			if asJSON {
+				warnings := []string{}
+				if warning != "" {
+					warnings = append(warnings, strings.TrimSuffix(strings.TrimPrefix(warning, "warning: "), "\n"))
+				}
 				return writeJSON(f.IO.Out, map[string]any{
 					"client": c.Name, "title": c.Title, "scope": scope, "file": file, "format": c.Format,
 					"name": srv.Name, "command": srv.Command, "args": srv.Args, "env": nonNil(srv.Env),
-					"snippet": snippet, "written": write, "target": target, "backup": backup,
+					"snippet": snippet, "written": write && !same, "alreadyConfigured": same, "target": target, "backup": backup,
+					"warnings": warnings,
 				})
 			}
-			if !write {
+			switch {
+			case !write:
 				fmt.Fprint(f.IO.Out, snippet)
 				fmt.Fprintf(f.IO.ErrOut, "# for %s (%s scope): add this to %s, or run `%s mcp config %s --scope %s --write`\n", c.Title, scope, file, f.Name, c.Name, scope)
-				return nil
+			case same:
+				fmt.Fprintf(f.IO.ErrOut, "%q is already configured in %s for %s (%s scope), as this command writes it; nothing was written\n", srv.Name, file, c.Title, scope)
+			default:
+				fmt.Fprintf(f.IO.ErrOut, "wrote %q to %s for %s (%s scope)", srv.Name, file, c.Title, scope)
+				if target != file {
+					fmt.Fprintf(f.IO.ErrOut, ", through its link to %s", target)
+				}
+				if backup != "" {
+					fmt.Fprintf(f.IO.ErrOut, "; the previous file is %s", backup)
+				}
+				fmt.Fprintf(f.IO.ErrOut, "\nrestart %s, or reload its MCP servers, to start it\n", c.Title)
 			}
-			fmt.Fprintf(f.IO.ErrOut, "wrote %q to %s for %s (%s scope)", srv.Name, file, c.Title, scope)
-			if target != file {
-				fmt.Fprintf(f.IO.ErrOut, ", through its link to %s", target)
-			}
-			if backup != "" {
-				fmt.Fprintf(f.IO.ErrOut, "; the previous file is %s", backup)
-			}
-			fmt.Fprintf(f.IO.ErrOut, "\nrestart %s, or reload its MCP servers, to start it\n", c.Title)
+			fmt.Fprint(f.IO.ErrOut, warning)
 			return nil
 		},
 	}
@@ -98,6 +112,35 @@ larger than 4 MiB, or a link to nothing is refused, and nothing is written.`,
 	cmd.Flags().BoolVar(&force, "force", false, "with --write: replace an entry of the same name")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what it would write (or wrote) as JSON")
 	return cmd
+}
+
+// clientNames is the warning (longNames) about the tools the configured
+// server would list that are longer than c accepts, counted as c counts
+// them (with its prefix and the server's name), or "". It is "" too when
+// the tools cannot be listed: the entry is right all the same, and
+// `tools` says why. They are listed through the tool host, as `mcp` and
+// `tools` list them: `mcp config` runs in the caller's process, where a
+// daemon may hold the store.
+func clientNames(cmd *cobra.Command, f *Factory, c *mcpconfig.Client, server string) string {
+	if c.Names == nil {
+		return ""
+	}
+	list, err := advertised(cmd, f, "")
+	if err != nil {
+		return ""
+	}
+	names := make([]string, len(list.Tools))
+	for i, t := range list.Tools {
+		names[i] = t.Name
+	}
+	l := nameLimit{Max: c.Names.Max, Prefix: c.Names.PrefixFor(server), Who: c.Title + " " + c.Names.Longer}
+	switch {
+	case c.Names.Prefix == "SERVER":
+		l.With = fmt.Sprintf(" with the server's name %q, which %s counts", server, c.Title)
+	case l.Prefix != "":
+		l.With = fmt.Sprintf(" with %s's prefix %s", c.Title, l.Prefix)
+	}
+	return longNames(names, l, list.Naming)
 }
 
 func nonNil(m map[string]string) map[string]string {

@@ -355,6 +355,41 @@ func expand(template string, inputs values.Map) string {
 	}
 }
 
+// Unallowed is the first access request of cmd that task grants for no
+// inputs at all, so that admit denies every call of cmd under task: an
+// action no allow rule names, or a resource without placeholders that no
+// rule covers (a path one as admit cleans it). ok is false when some call
+// could be admitted; a resource that depends on the inputs, or on the
+// links a path leads through, is then the call's to decide.
+func Unallowed(task profile.Task, cmd *descriptor.Command) (a descriptor.Access, ok bool) {
+	for _, a := range cmd.Access {
+		named := false
+		for _, r := range task.Allow {
+			if m, _ := path.Match(r.Action, a.Action); m {
+				named = true
+				break
+			}
+		}
+		if !named {
+			return a, true
+		}
+		resource := a.Resource
+		if strings.Contains(resource, "{") {
+			continue
+		}
+		if p, isPath := strings.CutPrefix(resource, "path:"); isPath {
+			if !filepath.IsAbs(p) {
+				return a, true // admit refuses a relative path
+			}
+			resource = "path:" + filepath.Clean(p)
+		}
+		if !allowed(task.Allow, a.Action, resource) {
+			return a, true
+		}
+	}
+	return descriptor.Access{}, false
+}
+
 func allowed(rules []profile.Rule, action, resource string) bool {
 	for _, r := range rules {
 		a, _ := path.Match(r.Action, action)

@@ -131,6 +131,12 @@ func (l *Host) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolP
 		return nil, err
 	}
 	commands := len(tools)
+	var denied []*wire.DeniedTool
+	if list.Denied {
+		if denied, err = l.denied(ctx, p, prof.Tasks[task], tools); err != nil {
+			return nil, err
+		}
+	}
 	if prof.MCPProjection() == profile.ProjectionDispatch {
 		// One tool, whatever the task sees (docs/adr/0006-dispatch-projection.md).
 		tools = []*projection.Tool{p.DispatchTool()}
@@ -148,7 +154,7 @@ func (l *Host) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolP
 		}
 		start = pos
 	}
-	page := &wire.ToolPage{Revision: p.Revision, Tools: []*wire.Tool{}, Total: len(tools), Commands: commands, Projection: prof.MCPProjection()}
+	page := &wire.ToolPage{Revision: p.Revision, Tools: []*wire.Tool{}, Total: len(tools), Commands: commands, Projection: prof.MCPProjection(), Denied: denied, Naming: string(p.Naming)}
 	size := 0
 	end := start
 	for ; end < len(tools) && end-start < PageTools; end++ {
@@ -168,6 +174,26 @@ func (l *Host) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolP
 		page.NextCursor = makeCursor(key, p.Revision, binding, end)
 	}
 	return page, nil
+}
+
+// denied lists the tools (of p, visible to task) every call of which task
+// denies, as admission would (invoke.Unallowed). It pins each tool's
+// command: only `mcp`'s start and `tools` ask for it.
+func (l *Host) denied(ctx context.Context, p *projection.Projection, task profile.Task, tools []*projection.Tool) ([]*wire.DeniedTool, error) {
+	var out []*wire.DeniedTool
+	for _, tool := range tools {
+		target, err := l.ResolveTool(ctx, p.Revision, tool)
+		if errors.Is(err, invoke.ErrStale) {
+			return nil, nil // a change landed: the next listing says
+		}
+		if err != nil {
+			return nil, storeError("cannot pin the tool's command", err)
+		}
+		if a, ok := invoke.Unallowed(task, target.Command); ok {
+			out = append(out, &wire.DeniedTool{Name: tool.Name, Identity: tool.Identity, Action: a.Action, Resource: a.Resource})
+		}
+	}
+	return out, nil
 }
 
 func wireTool(t *projection.Tool) *wire.Tool {

@@ -227,6 +227,19 @@ type ListTools struct {
 	// cursors are its own (CallTool's, likewise).
 	Subject string `cbor:"subject,omitempty"`
 	Issuer  string `cbor:"issuer,omitempty"`
+	// Denied asks for ToolPage.Denied too (what `mcp` says at start and
+	// `tools` shows; an agent's listing never needs it).
+	Denied bool `cbor:"denied,omitempty"`
+}
+
+// DeniedTool is a tool the task sees, every call of which it denies: its
+// command asks for Action on Resource (a template), which no allow rule
+// of the task grants for any inputs (invoke.Unallowed).
+type DeniedTool struct {
+	Name     string `cbor:"name"`
+	Identity string `cbor:"identity"`
+	Action   string `cbor:"action"`
+	Resource string `cbor:"resource"`
 }
 
 // ToolPage is one page of tools in name order.
@@ -240,6 +253,11 @@ type ToolPage struct {
 	Total      int    `cbor:"total"`
 	Commands   int    `cbor:"commands"`
 	Projection string `cbor:"projection"`
+	// Denied, when ListTools.Denied asked for it: of the whole list, in
+	// name order.
+	Denied []*DeniedTool `cbor:"denied,omitempty"`
+	// Naming is how the tools are named: "full" or "compact".
+	Naming string `cbor:"naming,omitempty"`
 }
 
 // Tool is one MCP tool as listed.

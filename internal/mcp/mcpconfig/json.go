@@ -37,6 +37,9 @@ func mergeJSON(data []byte, key, name string, entry any, force bool) ([]byte, er
 	default:
 		obj := servers.Value.(*hujson.Object)
 		if old := member(obj, name); old != nil {
+			if sameJSON(*old, entry) {
+				return data, nil // already configured: nothing to change
+			}
 			if !force {
 				return nil, &ExistsError{Key: key, Name: name}
 			}
@@ -56,6 +59,21 @@ func mergeJSON(data []byte, key, name string, entry any, force bool) ([]byte, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// sameJSON reports whether v (comments and all) holds exactly entry.
+func sameJSON(v hujson.Value, entry any) bool {
+	v = v.Clone()
+	v.Standardize()
+	var have, want any
+	if json.Unmarshal(v.Pack(), &have) != nil {
+		return false
+	}
+	b, err := json.Marshal(entry)
+	if err != nil || json.Unmarshal(b, &want) != nil {
+		return false
+	}
+	return reflect.DeepEqual(have, want)
 }
 
 // member is the value of obj's member name (the last, if repeated), or nil.

@@ -7,6 +7,7 @@
 package mcpconfig
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ type Client struct {
 	Key string
 	// StdioType: the entry carries "type": "stdio".
 	StdioType bool
+	// Names is what the client is known to do with tool names
+	// (docs/mcp.md, "Tool names"); nil when nothing is known.
+	Names *NameLimit
 	// files gives the configuration file of each scope the client has.
 	files map[string]func(env Env) string
 }
@@ -74,38 +78,66 @@ func (e Env) configDir() string {
 
 // Clients are the clients this package knows, by name.
 var Clients = map[string]*Client{
-	"claude-code": {Name: "claude-code", Title: "Claude Code", Format: "json", Key: "mcpServers", StdioType: true, files: map[string]func(Env) string{
-		User:    func(e Env) string { return filepath.Join(e.Home, ".claude.json") },
-		Project: func(e Env) string { return filepath.Join(e.Dir, ".mcp.json") },
-	}},
-	"claude-desktop": {Name: "claude-desktop", Title: "Claude Desktop", Format: "json", Key: "mcpServers", files: map[string]func(Env) string{
-		User: func(e Env) string { return filepath.Join(e.configDir(), "Claude", "claude_desktop_config.json") },
-	}},
+	"claude-code": {Name: "claude-code", Title: "Claude Code", Format: "json", Key: "mcpServers", StdioType: true,
+		Names: &NameLimit{Max: 64, Prefix: "mcp__SERVER__", Longer: "rejects them"}, files: map[string]func(Env) string{
+			// Claude Code keeps its user file in $CLAUDE_CONFIG_DIR when
+			// that is set, and reads no other.
+			User: func(e Env) string {
+				if d := e.Getenv("CLAUDE_CONFIG_DIR"); filepath.IsAbs(d) {
+					return filepath.Join(d, ".claude.json")
+				}
+				return filepath.Join(e.Home, ".claude.json")
+			},
+			Project: func(e Env) string { return filepath.Join(e.Dir, ".mcp.json") },
+		}},
+	"claude-desktop": {Name: "claude-desktop", Title: "Claude Desktop", Format: "json", Key: "mcpServers",
+		Names: &NameLimit{Max: 64, Longer: "rejects them"}, files: map[string]func(Env) string{
+			User: func(e Env) string { return filepath.Join(e.configDir(), "Claude", "claude_desktop_config.json") },
+		}},
 	"vscode": {Name: "vscode", Title: "VS Code", Format: "json", Key: "servers", StdioType: true, files: map[string]func(Env) string{
 		User:    func(e Env) string { return filepath.Join(e.configDir(), "Code", "User", "mcp.json") },
 		Project: func(e Env) string { return filepath.Join(e.Dir, ".vscode", "mcp.json") },
 	}},
-	"cursor": {Name: "cursor", Title: "Cursor", Format: "json", Key: "mcpServers", files: map[string]func(Env) string{
-		User:    func(e Env) string { return filepath.Join(e.Home, ".cursor", "mcp.json") },
-		Project: func(e Env) string { return filepath.Join(e.Dir, ".cursor", "mcp.json") },
-	}},
-	"codex": {Name: "codex", Title: "Codex", Format: "toml", Key: "mcp_servers", files: map[string]func(Env) string{
-		User: func(e Env) string {
-			if d := e.Getenv("CODEX_HOME"); filepath.IsAbs(d) {
-				return filepath.Join(d, "config.toml")
-			}
-			return filepath.Join(e.Home, ".codex", "config.toml")
-		},
-	}},
-	"zed": {Name: "zed", Title: "Zed", Format: "json", Key: "context_servers", files: map[string]func(Env) string{
-		User: func(e Env) string {
-			if d := e.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) && e.goos() != "darwin" {
-				return filepath.Join(d, "zed", "settings.json")
-			}
-			return filepath.Join(e.Home, ".config", "zed", "settings.json")
-		},
-		Project: func(e Env) string { return filepath.Join(e.Dir, ".zed", "settings.json") },
-	}},
+	"cursor": {Name: "cursor", Title: "Cursor", Format: "json", Key: "mcpServers",
+		Names: &NameLimit{Max: 60, Prefix: "SERVER", Longer: "rejects them"}, files: map[string]func(Env) string{
+			User:    func(e Env) string { return filepath.Join(e.Home, ".cursor", "mcp.json") },
+			Project: func(e Env) string { return filepath.Join(e.Dir, ".cursor", "mcp.json") },
+		}},
+	"codex": {Name: "codex", Title: "Codex", Format: "toml", Key: "mcp_servers",
+		Names: &NameLimit{Max: 64, Prefix: "mcp__SERVER__", Longer: "cuts them short and ends them with a hash, so its agent no longer reads what they are"}, files: map[string]func(Env) string{
+			User: func(e Env) string {
+				if d := e.Getenv("CODEX_HOME"); filepath.IsAbs(d) {
+					return filepath.Join(d, "config.toml")
+				}
+				return filepath.Join(e.Home, ".codex", "config.toml")
+			},
+		}},
+	"zed": {Name: "zed", Title: "Zed", Format: "json", Key: "context_servers",
+		Names: &NameLimit{Max: 64, Longer: "cuts them short"}, files: map[string]func(Env) string{
+			User: func(e Env) string {
+				if d := e.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) && e.goos() != "darwin" {
+					return filepath.Join(d, "zed", "settings.json")
+				}
+				return filepath.Join(e.Home, ".config", "zed", "settings.json")
+			},
+			Project: func(e Env) string { return filepath.Join(e.Dir, ".zed", "settings.json") },
+		}},
+}
+
+// NameLimit is the longest tool name a client passes on to its model,
+// counted with the prefix it puts before each.
+type NameLimit struct {
+	Max int
+	// Prefix is what the client puts before each tool's name, SERVER
+	// standing for the server's name in its configuration ("" for none).
+	Prefix string
+	// Longer is what the client does with a longer name: "rejects them".
+	Longer string
+}
+
+// PrefixFor is the prefix the client puts before the tools of server.
+func (l *NameLimit) PrefixFor(server string) string {
+	return strings.ReplaceAll(l.Prefix, "SERVER", server)
 }
 
 // Names lists the clients' names, sorted.
@@ -258,16 +290,22 @@ type Written struct {
 	// symbolic link (~/.claude.json -> dotfiles/claude.json), the file
 	// at the end of its links, which stay links.
 	File string
-	// Backup is the copy of what was there ("" when there was no file).
+	// Backup is the copy of what was there ("" when there was no file,
+	// or nothing was written).
 	Backup string
+	// Unchanged: the file already held the entry exactly as given, and
+	// was left as it was (no backup either).
+	Unchanged bool
 }
 
 // Write merges s into c's file at path (Merge) and replaces the file
 // atomically: a temporary file beside it, synced, renamed over it. What
-// was there is kept as PATH.bak-TIME first, with the file's mode, which
-// the new content keeps. A file that does not exist yet is created (mode
-// 0644, and its directory as needed: these files hold paths, not
-// secrets).
+// was there is kept as PATH.bak-TIME first (PATH.bak-TIME-2, -3, … when
+// that name is taken: a backup is never replaced), with the file's mode,
+// which the new content keeps. A file that does not exist yet is created
+// (mode 0644, and its directory as needed: these files hold paths, not
+// secrets). A file that already holds s exactly is left as it is
+// (Written.Unchanged), without a backup.
 //
 // A path that is a symbolic link is written through: the file at the end
 // of its links is replaced in its own directory, so the links stay links
@@ -291,9 +329,12 @@ func (c *Client) Write(path string, s *Server, force bool, now string) (*Written
 		return nil, err
 	}
 	w := &Written{File: target}
+	if existed && bytes.Equal(out, data) {
+		w.Unchanged = true
+		return w, nil
+	}
 	if existed {
-		w.Backup = path + ".bak-" + now
-		if err := atomicfile.WriteNew(w.Backup, data, mode); err != nil {
+		if w.Backup, err = backUp(path, now, data, mode); err != nil {
 			return nil, fmt.Errorf("back up %s: %w; nothing was written", path, err)
 		}
 	} else if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
@@ -306,6 +347,29 @@ func (c *Client) Write(path string, s *Server, force bool, now string) (*Written
 		return nil, err
 	}
 	return w, nil
+}
+
+// maxBackups bounds the names backUp tries for one time.
+const maxBackups = 1000
+
+// backUp keeps data as PATH.bak-NOW, or the first of PATH.bak-NOW-2,
+// PATH.bak-NOW-3, … not taken (writes within one second share NOW), and
+// returns its name. The name is taken atomically (atomicfile.WriteNew), so
+// a backup is never replaced, not even by a concurrent write.
+func backUp(path, now string, data []byte, mode os.FileMode) (string, error) {
+	name := path + ".bak-" + now
+	for i := 2; ; i++ {
+		err := atomicfile.WriteNew(name, data, mode)
+		switch {
+		case err == nil:
+			return name, nil
+		case !errors.Is(err, fs.ErrExist):
+			return "", err
+		case i > maxBackups:
+			return "", fmt.Errorf("%s.bak-%s and %d more backups of that second exist: %w", path, now, maxBackups-1, err)
+		}
+		name = fmt.Sprintf("%s.bak-%s-%d", path, now, i)
+	}
 }
 
 // resolve follows the symbolic links of path's last element, at most

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,6 +66,9 @@ func TestFiles(t *testing.T) {
 		want          string
 	}{
 		{"claude-code", "user", env("linux", nil), "/home/ada/.claude.json"},
+		{"claude-code", "user", env("linux", map[string]string{"CLAUDE_CONFIG_DIR": "/cfg/claude"}), "/cfg/claude/.claude.json"},
+		{"claude-code", "user", env("linux", map[string]string{"CLAUDE_CONFIG_DIR": "relative"}), "/home/ada/.claude.json"},
+		{"claude-code", "project", env("linux", map[string]string{"CLAUDE_CONFIG_DIR": "/cfg/claude"}), "/src/app/.mcp.json"},
 		{"claude-code", "project", env("linux", nil), "/src/app/.mcp.json"},
 		{"claude-desktop", "user", env("linux", nil), "/home/ada/.config/Claude/claude_desktop_config.json"},
 		{"claude-desktop", "user", env("linux", map[string]string{"XDG_CONFIG_HOME": "/cfg"}), "/cfg/Claude/claude_desktop_config.json"},
@@ -115,8 +119,17 @@ func TestMerge(t *testing.T) {
 		{name: "toml-no-newline", client: "codex", in: "model = \"o3\""},
 		{name: "toml-same-name", client: "codex", in: "[mcp_servers.rukh]\ncommand = \"/old\"\n", err: `f already has a server "rukh" (mcp_servers.rukh); nothing was written: pass --force to replace it, or --name to add another`},
 		{name: "toml-same-name-force", client: "codex", in: "model = \"o3\"\n\n[mcp_servers.rukh]\ncommand = \"/old\"\nargs = []\n\n[mcp_servers.rukh.env]\nA = \"1\"\n\n[mcp_servers.other]\ncommand = \"/bin/other\"\n", force: true},
-		{name: "toml-inline-force", client: "codex", in: "mcp_servers = { rukh = { command = \"/old\" } }\n", force: true, err: "f: mcp_servers.rukh is not a [mcp_servers.rukh] table of its own (an inline table or dotted keys), which this command does not rewrite; edit it by hand; nothing was written: fix the file, or move it away to start a new one"},
-		{name: "toml-invalid", client: "codex", in: "[mcp_servers\n", err: "f: not valid TOML: "},
+		// Servers in an inline table get one more member there; a server
+		// that is an inline table is replaced where it is.
+		{name: "toml-inline", client: "codex", in: "model = \"o3\"\nmcp_servers = { other = { command = \"/bin/other\" } } # mine\n\n[tui]\nnotifications = true\n"},
+		{name: "toml-inline-empty", client: "codex", in: "mcp_servers = {}\n"},
+		{name: "toml-inline-trailing-comma", client: "codex", in: "mcp_servers = {\n  other = { command = \"/bin/other\" },\n}\n"},
+		{name: "toml-inline-same-name", client: "codex", in: "mcp_servers = { rukh = { command = \"/old\" } }\n", err: `f already has a server "rukh" (mcp_servers.rukh); nothing was written: pass --force to replace it, or --name to add another`},
+		{name: "toml-inline-force", client: "codex", in: "mcp_servers = { other = { command = \"/bin/other\" }, rukh = { command = \"/old\" } }\n", force: true},
+		{name: "toml-table-inline-force", client: "codex", in: "[mcp_servers]\nother = { command = \"/bin/other\" }\nrukh = { command = \"/old\", args = [] }\n", force: true},
+		{name: "toml-dotted-key-force", client: "codex", in: "model = \"o3\"\nmcp_servers.rukh.command = \"/old\"\n", force: true, err: "f: line 2: mcp_servers.rukh is written as dotted keys (mcp_servers.rukh.command = …), which this command does not rewrite; replace its lines with a [mcp_servers.rukh] table, or remove them, and run it again; nothing was written"},
+		{name: "toml-dotted-others", client: "codex", in: "mcp_servers.other.command = \"/bin/other\"\n"},
+		{name: "toml-invalid", client: "codex", in: "model = \"o3\"\n[mcp_servers\n", err: "f: not valid TOML: line 2, column 13: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := mcpconfig.Clients[tc.client].Merge("f", []byte(tc.in), server(), tc.force)
@@ -127,6 +140,7 @@ func TestMerge(t *testing.T) {
 				if strings.Contains(tc.err, "already has") != errors.Is(err, mcpconfig.ErrExists) {
 					t.Errorf("errors.Is(ErrExists) = %v", errors.Is(err, mcpconfig.ErrExists))
 				}
+				golden(t, "merge-"+tc.name+".err", []byte(err.Error()+"\n"))
 				return
 			}
 			if err != nil {
@@ -145,6 +159,33 @@ func TestMerge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A file that holds the entry exactly as it would be written is left as
+// it is, with --force too: comments, spacing and all.
+func TestMergeSame(t *testing.T) {
+	for _, tc := range []struct{ name, client, in string }{
+		{"json", "cursor", "{\n  // mine\n  \"mcpServers\": {\"rukh\": {\"command\": \"/usr/bin/rukh\", \"args\": [\"mcp\"],\n    \"env\": {\"RUKH_HOME\": \"/home/ada/team \\\"rukh\\\"\"}}}\n}\n"},
+		{"json-type", "claude-code", "{\"mcpServers\": {\"rukh\": {\"type\": \"stdio\", \"command\": \"/usr/bin/rukh\", \"args\": [\"mcp\"], \"env\": {\"RUKH_HOME\": \"/home/ada/team \\\"rukh\\\"\"}}}}"},
+		{"toml-table", "codex", "[mcp_servers.rukh] # mine\ncommand = \"/usr/bin/rukh\"\nargs = [ \"mcp\" ]\n\n[mcp_servers.rukh.env]\nRUKH_HOME = '/home/ada/team \"rukh\"'\n"},
+		{"toml-inline", "codex", "mcp_servers = { rukh = { command = \"/usr/bin/rukh\", args = [\"mcp\"], env = { RUKH_HOME = \"/home/ada/team \\\"rukh\\\"\" } } }\n"},
+	} {
+		for _, force := range []bool{false, true} {
+			out, err := mcpconfig.Clients[tc.client].Merge("f", []byte(tc.in), server(), force)
+			if err != nil || string(out) != tc.in {
+				t.Errorf("%s (force %v): %v\n%s", tc.name, force, err, out)
+			}
+		}
+	}
+	// Not the same: another command, or a member more.
+	for _, in := range []string{
+		"{\"mcpServers\": {\"rukh\": {\"command\": \"/old/rukh\", \"args\": [\"mcp\"], \"env\": {\"RUKH_HOME\": \"/home/ada/team \\\"rukh\\\"\"}}}}",
+		"{\"mcpServers\": {\"rukh\": {\"command\": \"/usr/bin/rukh\", \"args\": [\"mcp\"], \"env\": {\"RUKH_HOME\": \"/home/ada/team \\\"rukh\\\"\"}, \"disabled\": true}}}",
+	} {
+		if _, err := mcpconfig.Clients["cursor"].Merge("f", []byte(in), server(), false); !errors.Is(err, mcpconfig.ErrExists) {
+			t.Errorf("%s: %v, want ErrExists", in, err)
+		}
 	}
 }
 
@@ -180,15 +221,21 @@ func TestWrite(t *testing.T) {
 	if !strings.Contains(string(merged), `"other": {"command": "/bin/other"}`) || !strings.Contains(string(merged), `"/usr/bin/rukh"`) {
 		t.Errorf("merged:\n%s", merged)
 	}
-	// The same name again: refused, the file and the directory untouched.
-	if _, err := c.Write(path, server(), false, "T3"); !errors.Is(err, mcpconfig.ErrExists) {
-		t.Errorf("again: %v", err)
+	// The same entry again: already configured, nothing written, no
+	// backup. The same name for another entry: refused, likewise.
+	if w, err := c.Write(path, server(), false, "T3"); err != nil || !w.Unchanged || w.Backup != "" {
+		t.Errorf("the same again: %+v %v", w, err)
+	}
+	other := server()
+	other.Command = "/opt/rukh/bin/rukh"
+	if _, err := c.Write(path, other, false, "T3"); !errors.Is(err, mcpconfig.ErrExists) {
+		t.Errorf("another entry of the name: %v", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != string(merged) {
-		t.Errorf("a refused write changed the file")
+		t.Errorf("a write that changed nothing changed the file")
 	}
 	if _, err := os.Stat(path + ".bak-T3"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a refused write left a backup: %v", err)
+		t.Errorf("a write that changed nothing left a backup: %v", err)
 	}
 	// Invalid: refused, untouched.
 	bad := filepath.Join(dir, "bad.json")
@@ -224,6 +271,39 @@ func TestWrite(t *testing.T) {
 		}
 		if entries, _ := os.ReadDir(ro); len(entries) != 1 {
 			t.Errorf("left in the directory: %v", entries)
+		}
+	}
+}
+
+// Writes within one second (the same TIME) keep every backup: the
+// second is PATH.bak-TIME-2, the third -3; none is ever replaced.
+func TestWriteBackupsOfOneSecond(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	c := mcpconfig.Clients["cursor"]
+	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i, name := range []string{"a", "b", "c"} {
+		before, _ := os.ReadFile(path)
+		s := server()
+		s.Name = name
+		w, err := c.Write(path, s, false, "20261202T064039Z")
+		if err != nil {
+			t.Fatalf("write %d: %v", i+1, err)
+		}
+		wantName := path + ".bak-20261202T064039Z"
+		if i > 0 {
+			wantName += "-" + strconv.Itoa(i+1)
+		}
+		if w.Backup != wantName {
+			t.Errorf("write %d: backup %s, want %s", i+1, w.Backup, wantName)
+		}
+		want[w.Backup] = string(before)
+	}
+	for name, content := range want {
+		if b, err := os.ReadFile(name); err != nil || string(b) != content {
+			t.Errorf("%s holds %q, %v; want %q", name, b, err, content)
 		}
 	}
 }
