@@ -306,7 +306,8 @@ func (f *httpFixture) applyWith(t testing.TB, http string) {
 
 // startHTTP starts `rukh mcp --http 127.0.0.1:0` and returns its base URL,
 // read from the line it writes when it listens; the rest of its stderr
-// (its log and the diagnostics log) goes to log, when given.
+// (its log and the diagnostics log) goes to log[0], when given and not
+// nil, and what it wrote before that line to log[1].
 func startHTTP(t testing.TB, rukh string, env []string, log ...io.Writer) string {
 	t.Helper()
 	base, _ := startHTTPProc(t, rukh, env, log...)
@@ -337,11 +338,14 @@ func startHTTPProc(t testing.TB, rukh string, env []string, log ...io.Writer) (s
 		}
 		if m := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/mcp`).FindStringSubmatch(line); m != nil {
 			w := io.Discard
-			if len(log) > 0 {
+			if len(log) > 0 && log[0] != nil {
 				w = log[0]
 			}
 			go io.Copy(w, r)
 			return m[1], cmd
+		}
+		if len(log) > 1 {
+			io.WriteString(log[1], line)
 		}
 	}
 }
@@ -350,6 +354,38 @@ func startHTTPProc(t testing.TB, rukh string, env []string, log ...io.Writer) (s
 func tsInstalled() bool {
 	_, err := os.Stat(filepath.Join("mcp", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 	return err == nil
+}
+
+// A task the mcp.http section binds callers to, whose exposed tool asks
+// for access no allow rule of the task grants, denies every call: the
+// server says so before the line that says where it listens, as `rukh
+// mcp` does on stdio, naming the task, the command and the rule to add.
+func TestMCPOverHTTPWarnsOfDeniedTools(t *testing.T) {
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		f := newHTTPFixture(t)
+		deploy, err := filepath.Abs(filepath.Join("..", "examples", "deploy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testhome.InstallPinned(t, filepath.Join(f.home, "data"), deploy)
+		if _, _, err := f.admin.ApplyProfile([]byte(`{"endpointNamespace":"web","cli":{"task":"owner"},
+			"mcp":{"expose":["test.web/*","acme.deploy/status"],"task":"agent",
+			       "http":{"resource":"` + httpResource + `","authorizationServers":[{"issuer":"` + httpIssuer + `","jwksUri":"file://` + f.issuer.jwks + `"}],
+			               "bindings":[{"issuer":"` + httpIssuer + `","subject":"alice","task":"agent"},{"issuer":"` + httpIssuer + `","subject":"bob","task":"ops"}]}},
+			"tasks":{"owner":{"commands":["*/*"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
+			         "agent":{"commands":["test.web/probe","acme.deploy/status"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host"},
+			         "ops":{"commands":["acme.deploy/status"],"deadlineMs":60000,"maxConcurrent":8,"enforcement":"host",
+			                "allow":[{"action":"deploy.read","resource":"env:*"}]}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		h.serve(t, f.home)
+		var before strings.Builder
+		startHTTP(t, h.Rukh, f.env, nil, &before)
+		want := `rukh mcp: warning: task "agent" denies every call of acme.deploy/status: it needs deploy.read on "env:{env}", which no rule of tasks.agent.allow grants; add one to the profile, e.g. {"action":"deploy.read","resource":"env:*"}, as narrow as you mean it` + "\n"
+		if before.String() != want {
+			t.Errorf("before the serving line:\n%s\nwant only:\n%s", before.String(), want)
+		}
+	})
 }
 
 // Under load: 50 callers with valid tokens (each its own subject, bound

@@ -112,6 +112,14 @@ func stopped(ctx context.Context, err error) error {
 	return err
 }
 
+// warnDenied says on the log which of task's tools it denies every call
+// of, and the rule that would admit them.
+func warnDenied(logw io.Writer, name, task string, denied []*wire.DeniedTool) {
+	for _, d := range deniedRows(denied) {
+		fmt.Fprintf(logw, "%s mcp: warning: %s\n", name, d.warning(task))
+	}
+}
+
 // serving says on the log what `rukh mcp` serves: the home, the task,
 // the projection and how many tools and commands, with a warning when
 // that is none (an agent's client would show an empty server, silently),
@@ -128,9 +136,7 @@ func serving(ctx context.Context, f *Factory, logw io.Writer, h seam.ToolHost, t
 	}
 	fmt.Fprintf(logw, "%s mcp: serving task %q of %s on stdio: %d tool%s for %d command%s (projection %s, revision %d)\n",
 		f.Name, task, home, page.Total, plural(page.Total), page.Commands, plural(page.Commands), page.Projection, page.Revision)
-	for _, d := range deniedRows(page.Denied) {
-		fmt.Fprintf(logw, "%s mcp: warning: %s\n", f.Name, d.warning(task))
-	}
+	warnDenied(logw, f.Name, task, page.Denied)
 	if page.Commands == 0 {
 		fmt.Fprintf(logw, "%s mcp: warning: task %q sees no command: the profile's mcp.expose names none it may run, or %s is not the home you meant "+
 			"(set %s for the client as for your shell); see `%s tools`\n", f.Name, task, home, f.HomeEnv, f.Name)

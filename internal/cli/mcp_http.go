@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/internal/buildid"
+	"github.com/rukh-cli/rukh/internal/core/profile"
+	"github.com/rukh-cli/rukh/internal/daemon/wire"
 	"github.com/rukh-cli/rukh/internal/mcp/mcphttp"
 	"github.com/rukh-cli/rukh/internal/mcp/seam"
 )
@@ -59,6 +62,9 @@ func serveHTTP(ctx context.Context, f *Factory, h seam.ToolHost, logw io.Writer,
 	if withTLS {
 		scheme = "https"
 	}
+	// The warnings come before the line that says where it listens, so
+	// that whoever waits for that line has them all.
+	warnDeniedHTTP(ctx, f.Name, logw, h)
 	fmt.Fprintf(logw, "%s mcp: serving %s://%s%s (protected resource metadata at %s://%s%s)\n", f.Name, scheme, ln.Addr(), mcphttp.Path, scheme, ln.Addr(), mcphttp.MetadataPaths[0])
 	done := make(chan error, 1)
 	go func() {
@@ -78,5 +84,30 @@ func serveHTTP(ctx context.Context, f *Factory, h seam.ToolHost, logw io.Writer,
 		defer cancel()
 		srv.Shutdown(shut)
 		return ctx.Err()
+	}
+}
+
+// warnDeniedHTTP warns on the log, for each task the mcp.http section binds
+// callers to, of the tools that task denies every call of (as `rukh mcp`
+// on stdio does for its one task). It says nothing when it cannot tell:
+// the handler has read the section already and refuses what it must.
+func warnDeniedHTTP(ctx context.Context, name string, logw io.Writer, h seam.ToolHost) {
+	sec, err := h.HTTPSection(ctx)
+	if err != nil || len(sec.Section) == 0 {
+		return
+	}
+	var ph profile.HTTP
+	if json.Unmarshal(sec.Section, &ph) != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, b := range ph.Bindings {
+		if seen[b.Task] {
+			continue
+		}
+		seen[b.Task] = true
+		if page, err := h.ListTools(ctx, &wire.ListTools{Task: b.Task, Denied: true}); err == nil {
+			warnDenied(logw, name, b.Task, page.Denied)
+		}
 	}
 }
