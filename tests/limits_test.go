@@ -121,6 +121,7 @@ func TestLimitsDocumented(t *testing.T) {
 		{"trust", "MaxPathBytes", count(trust.MaxPathBytes)},
 		{"trust", "MaxKeyFileBytes", size(trust.MaxKeyFileBytes)},
 		{"mcpconfig", "MaxFileBytes", size(mcpconfig.MaxFileBytes)},
+		{"mcpconfig", "MaxBackups", count(mcpconfig.MaxBackups)},
 		{"mcphttp", "MaxConnections", count(mcphttp.MaxConnections)},
 		{"mcphttp", "MaxHeaderBytes", size(mcphttp.MaxHeaderBytes)},
 		{"mcphttp", "MaxConcurrent", count(mcphttp.MaxConcurrent)},

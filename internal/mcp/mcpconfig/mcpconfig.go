@@ -349,8 +349,9 @@ func (c *Client) Write(path string, s *Server, force bool, now string) (*Written
 	return w, nil
 }
 
-// maxBackups bounds the names backUp tries for one time.
-const maxBackups = 1000
+// MaxBackups bounds the backups of one file made within one second
+// (the names backUp tries for one time); one more write is refused.
+const MaxBackups = 1000
 
 // backUp keeps data as PATH.bak-NOW, or the first of PATH.bak-NOW-2,
 // PATH.bak-NOW-3, … not taken (writes within one second share NOW), and
@@ -365,8 +366,8 @@ func backUp(path, now string, data []byte, mode os.FileMode) (string, error) {
 			return name, nil
 		case !errors.Is(err, fs.ErrExist):
 			return "", err
-		case i > maxBackups:
-			return "", fmt.Errorf("%s.bak-%s and %d more backups of that second exist: %w", path, now, maxBackups-1, err)
+		case i > MaxBackups:
+			return "", fmt.Errorf("%s.bak-%s and %d more backups of that second exist: %w", path, now, MaxBackups-1, err)
 		}
 		name = fmt.Sprintf("%s.bak-%s-%d", path, now, i)
 	}
