@@ -56,7 +56,7 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 // flags that command would have taken (`rukh profle apply -f p.json` and
 // `rukh deploy stats --env stage` are misspelt commands, not unknown
 // flags), and says which commands were likely meant: the group's own
-// Args says so (noArgsGroup).
+// Args says so (noArgsGroup). `help WORDS` is checked as WORDS.
 func unknownCommand(root *cobra.Command, args []string) (*cobra.Command, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[0], "__") {
 		return root, nil
@@ -64,6 +64,11 @@ func unknownCommand(root *cobra.Command, args []string) (*cobra.Command, error) 
 	// cobra adds these when it executes; Find must know them now.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	if args[0] == "help" && len(args) > 1 {
+		// `help WORDS` is refused as WORDS would be: cobra's help shows
+		// the root's page for words that name nothing.
+		return unknownCommand(root, args[1:])
+	}
 	c, rest, err := root.Find(args)
 	if err != nil || !c.HasSubCommands() || c.Args == nil || len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
 		return root, nil
