@@ -51,10 +51,20 @@ func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []
 		return err
 	}
 	helpOnly := len(words) == 0 || words[0] == "help" || words[0] == "--help" || words[0] == "-h"
+	// `help WORDS` shows the command WORDS names exactly as `WORDS
+	// --help` would: the same command is built, and help never runs it.
+	named := words
+	if len(words) > 0 && words[0] == "help" {
+		named = words[1:]
+	}
 	var target *invoke.Target
-	if !helpOnly && !strings.HasPrefix(words[0], "-") {
-		target, _, err = host.Core().Resolve(words)
-		if err != nil && !errors.Is(err, invoke.ErrNoCommand) {
+	if (!helpOnly || len(named) < len(words)) && len(named) > 0 && !strings.HasPrefix(named[0], "-") {
+		target, _, err = host.Core().Resolve(named)
+		switch {
+		case errors.Is(err, invoke.ErrNoCommand):
+		case err != nil && helpOnly:
+			target = nil // said below, where the listing fails the same way
+		case err != nil:
 			return err
 		}
 	}
@@ -180,12 +190,18 @@ func newExtensionCmd(f *Factory, host *local.Host, t *invoke.Target) *cobra.Comm
 	if passthrough {
 		use += " [ARG...]"
 	}
-	cmd := &cobra.Command{Use: use, Short: c.Summary, Long: longHelp(t)}
+	cmd := &cobra.Command{Use: use, Short: c.Summary, Long: longHelp(f.Name, t)}
 
 	flagVals := map[string]*[]string{}
 	var asJSON bool
 	if passthrough {
+		// Every argument is the program's, --help and -h included (as gh
+		// and kubectl hand their plugins theirs); the help flag stays
+		// declared, hidden and never parsed, so that `help WORDS` shows
+		// no flag of rukh's that the command does not take.
 		cmd.DisableFlagParsing = true
+		cmd.Flags().BoolP("help", "h", false, "")
+		cmd.Flags().MarkHidden("help")
 	} else {
 		for _, in := range c.Inputs {
 			if in.Flag == "" {
@@ -262,12 +278,16 @@ func enumStrings(in descriptor.Input) []string {
 	return out
 }
 
-func longHelp(t *invoke.Target) string {
+// longHelp is the help page's text above its usage: what the command
+// declares, and for a passthrough command that its arguments are the
+// program's.
+func longHelp(name string, t *invoke.Target) string {
 	c := t.Command
 	long := c.Summary
 	if c.Description != "" {
 		long += "\n\n" + c.Description
 	}
+	long += "\n\nEffects: " + effectsText(c.Effects)
 	if len(c.Aliases) > 0 {
 		aliases := make([]string, len(c.Aliases))
 		for i, a := range c.Aliases {
@@ -284,7 +304,30 @@ func longHelp(t *invoke.Target) string {
 	if len(args) > 0 {
 		long += "\n\nArguments:\n" + strings.Join(args, "\n")
 	}
+	if c.Execute.Mapping == descriptor.Passthrough {
+		words := strings.Join(t.Words, " ")
+		long += fmt.Sprintf("\n\nArguments: every argument goes to the program as it is, --help included.\n"+
+			"`%s %s --help` runs the program to show its own help, admitted and\n"+
+			"recorded as any call; `%s help %s` shows this page and runs nothing.", name, words, name, words)
+	}
 	return long + fmt.Sprintf("\n\n%s %s from %s (%s)", c.Identity, t.Package.Version, t.Package.Publisher, shortDigest(t.Release.Digest))
+}
+
+// effectsText says what a command declares about its effects, in words.
+func effectsText(e descriptor.Effects) string {
+	if e.Class == "" {
+		// As admission counts it (invoke's approvalFor).
+		return "not declared (a rukh.extension/1 command); counted as destructive"
+	}
+	s := string(e.Class)
+	switch {
+	case e.Idempotent == nil:
+	case *e.Idempotent:
+		s += ", idempotent"
+	default:
+		s += ", not idempotent"
+	}
+	return s
 }
 
 // flagUsage describes an input: its description, type, constraints and

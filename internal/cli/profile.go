@@ -74,6 +74,14 @@ func newProfileApplyCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			res, changes, err := h.Admin().ApplyProfile(data)
+			if es, ok := err.(profile.Errors); ok {
+				// A syntax error is said at FILE:LINE:COLUMN, as by compilers.
+				name := file
+				if name == "-" {
+					name = "stdin"
+				}
+				return es.In(name)
+			}
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	failed := root
 	err := addExtensions(ctx, f, root, args)
 	if err == nil {
-		err = unknownCommand(root, args)
+		failed, err = unknownCommand(root, args)
 	}
 	if err == nil {
 		root.SetArgs(args)
@@ -51,21 +51,34 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	return exitStatus(err)
 }
 
-// unknownCommand refuses a command line whose first word names no command,
-// before cobra parses flags that command would have taken (`rukh profle
-// apply -f p.json` is a misspelt command, not an unknown -f), and says
-// which commands were likely meant.
-func unknownCommand(root *cobra.Command, args []string) error {
+// unknownCommand refuses a command line whose word after a command group
+// (the root included) names none of its commands, before cobra parses
+// flags that command would have taken (`rukh profle apply -f p.json` and
+// `rukh deploy stats --env stage` are misspelt commands, not unknown
+// flags), and says which commands were likely meant: the group's own
+// Args says so (noArgsGroup). `help WORDS` is checked as WORDS.
+func unknownCommand(root *cobra.Command, args []string) (*cobra.Command, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[0], "__") {
-		return nil
+		return root, nil
 	}
 	// cobra adds these when it executes; Find must know them now.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
-	if c, _, err := root.Find(args); err != nil || c != root {
-		return nil
+	if args[0] == "help" && len(args) > 1 {
+		// `help WORDS` is refused as WORDS would be: cobra's help shows
+		// the root's page for words that name nothing.
+		return unknownCommand(root, args[1:])
 	}
-	return &UsageError{fmt.Errorf("unknown command %q%s", args[0], didYouMean(root, args[0]))}
+	c, rest, err := root.Find(args)
+	if err != nil || !c.HasSubCommands() || c.Args == nil || len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		return root, nil
+	}
+	err = c.Args(c, rest[:1])
+	var ue *UsageError
+	if err != nil && !errors.As(err, &ue) {
+		err = &UsageError{err}
+	}
+	return c, err
 }
 
 // didYouMean is cobra's suggestions for a misspelt subcommand of c, as a

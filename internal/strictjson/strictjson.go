@@ -9,6 +9,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -102,12 +103,17 @@ const (
 )
 
 // Error is a parse failure: what went wrong, where in the document (a JSON
-// pointer, RFC 6901) and at which byte offset.
+// pointer, RFC 6901) and at which byte offset, and the line and column of
+// that offset for a person to find it in a file.
 type Error struct {
 	Code    Code
 	Pointer string
 	Offset  int
-	Message string
+	// Line and Column are 1-based; the column counts characters (not
+	// bytes) from the start of the line. Both are 0 for a document too
+	// large to read.
+	Line, Column int
+	Message      string
 }
 
 func (e *Error) Error() string {
@@ -129,19 +135,46 @@ func Parse(data []byte, lim Limits) (*Value, error) {
 	}
 	if !utf8.Valid(data) {
 		off := firstInvalidUTF8(data)
-		return nil, &Error{Code: CodeInvalidUTF8, Offset: off, Message: "document is not valid UTF-8"}
+		line, col := Position(data, off)
+		return nil, &Error{Code: CodeInvalidUTF8, Offset: off, Line: line, Column: col, Message: "document is not valid UTF-8"}
 	}
 	p := &parser{data: data, lim: lim}
 	p.skipSpace()
 	v, err := p.value(nil, 0)
+	if err == nil {
+		p.skipSpace()
+		if p.pos != len(data) {
+			err = &Error{Code: CodeTrailingData, Offset: p.pos, Message: "unexpected data after the JSON value"}
+		}
+	}
 	if err != nil {
+		if e, ok := err.(*Error); ok {
+			e.Line, e.Column = Position(data, e.Offset)
+		}
 		return nil, err
 	}
-	p.skipSpace()
-	if p.pos != len(data) {
-		return nil, &Error{Code: CodeTrailingData, Offset: p.pos, Message: "unexpected data after the JSON value"}
-	}
 	return v, nil
+}
+
+// Position is the 1-based line and column (in characters) of byte offset
+// off in data, as an editor shows them.
+func Position(data []byte, off int) (line, column int) {
+	off = max(0, min(off, len(data)))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte{'\n'})
+	if i := bytes.LastIndexByte(before, '\n'); i >= 0 {
+		before = before[i+1:]
+	}
+	return line, 1 + utf8.RuneCount(before)
+}
+
+// unexpected says what was found at the parser's position.
+func (p *parser) unexpected() string {
+	if p.pos >= len(p.data) {
+		return "unexpected end of input"
+	}
+	r, _ := utf8.DecodeRune(p.data[p.pos:])
+	return fmt.Sprintf("unexpected character %q", r)
 }
 
 func firstInvalidUTF8(b []byte) int {
@@ -268,7 +301,7 @@ func (p *parser) object(at *path, depth int) (*Value, error) {
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.errorf(CodeSyntax, at, "expected a member name in double quotes")
+			return nil, p.errorf(CodeSyntax, at, "%s; expected a member name in double quotes", p.unexpected())
 		}
 		keyAt := p.pos
 		name, err := p.str(at)
@@ -286,7 +319,7 @@ func (p *parser) object(at *path, depth int) (*Value, error) {
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return nil, p.errorf(CodeSyntax, child, "expected ':' after member name")
+			return nil, p.errorf(CodeSyntax, child, "%s; expected ':' after the member name", p.unexpected())
 		}
 		p.pos++
 		p.skipSpace()
@@ -307,7 +340,7 @@ func (p *parser) object(at *path, depth int) (*Value, error) {
 			v.End = p.pos
 			return v, nil
 		default:
-			return nil, p.errorf(CodeSyntax, at, "expected ',' or '}' in object")
+			return nil, p.errorf(CodeSyntax, at, "%s; expected ',' or '}' in object", p.unexpected())
 		}
 	}
 }
@@ -347,7 +380,7 @@ func (p *parser) array(at *path, depth int) (*Value, error) {
 			v.End = p.pos
 			return v, nil
 		default:
-			return nil, p.errorf(CodeSyntax, at, "expected ',' or ']' in array")
+			return nil, p.errorf(CodeSyntax, at, "%s; expected ',' or ']' in array", p.unexpected())
 		}
 	}
 }

@@ -162,3 +162,55 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Every error carries the line and column (in characters) of its offset.
+func TestErrorPosition(t *testing.T) {
+	tests := []struct {
+		in           string
+		line, column int
+	}{
+		{``, 1, 1},
+		{`{"a":1,}`, 1, 8},
+		{"{\n  \"a\": 1,\n}", 3, 1},
+		{"{\"a\":\n\t\"é\" \"b\"}", 2, 6},
+		{"[1,\r\n2 3]", 2, 3},
+		{"\"\xff\"", 1, 2},
+	}
+	for _, tt := range tests {
+		_, err := strictjson.Parse([]byte(tt.in), testLimits)
+		var e *strictjson.Error
+		if !errors.As(err, &e) {
+			t.Errorf("Parse(%q) = %v, want an *Error", tt.in, err)
+			continue
+		}
+		if e.Line != tt.line || e.Column != tt.column {
+			t.Errorf("Parse(%q): %d:%d, want %d:%d (%v)", tt.in, e.Line, e.Column, tt.line, tt.column, e)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	names := []string{"deadlineMs", "maxConcurrent", "commands", "allow", "acme.deploy/status", "acme.deploy/rollback"}
+	tests := []struct {
+		word, want string
+	}{
+		{"deadlinMs", "deadlineMs"},       // a deletion
+		{"deadlineMS", "deadlineMs"},      // a substitution
+		{"comamnds", "commands"},          // a swap counts one
+		{"maxConcurent", "maxConcurrent"}, // an insertion
+		{"acme.deploy/statsu", "acme.deploy/status"},
+		{"acme.deplyo/statsu", "acme.deploy/status"}, // two edits in a long word
+		{"alow", "allow"},
+		{"ab", ""}, // short words are near nothing
+		{"colour", ""},
+		{"deadline", ""}, // two edits in a short word // two edits
+		{"dedline", ""},  // three edits
+		{"commands", ""}, // itself is no suggestion
+	}
+	for _, tt := range tests {
+		got, ok := strictjson.Closest(tt.word, names)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("Closest(%q) = %q, %v; want %q", tt.word, got, ok, tt.want)
+		}
+	}
+}

@@ -8,10 +8,12 @@ package profile
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -256,13 +258,26 @@ func Default() *Profile {
 	}
 }
 
-// Error is one problem in a profile, at a JSON pointer.
+// Error is one problem in a profile, at a JSON pointer; a document that
+// is not JSON at all is one Error at a line and column instead.
 type Error struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
+	// Line and Column (1-based, in characters) place a JSON syntax error;
+	// File, when the caller set it (Errors.In), names the file.
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+	File   string `json:"file,omitempty"`
 }
 
 func (e *Error) Error() string {
+	if e.Line > 0 {
+		pos := fmt.Sprintf("%d:%d", e.Line, e.Column)
+		if e.File != "" {
+			pos = e.File + ":" + pos
+		}
+		return pos + ": " + e.Message
+	}
 	p := e.Path
 	if p == "" {
 		p = "/"
@@ -281,16 +296,38 @@ func (es Errors) Error() string {
 	return "invalid profile: " + strings.Join(msgs, "; ")
 }
 
+// In returns es with the errors that have a line and column placed in
+// file, as `profile apply -f FILE` says them (FILE:3:17: …).
+func (es Errors) In(file string) Errors {
+	out := make(Errors, len(es))
+	for i, e := range es {
+		c := *e
+		if c.Line > 0 {
+			c.File = file
+		}
+		out[i] = &c
+	}
+	return out
+}
+
 // Parse decodes a profile strictly (duplicate keys, unknown members and
 // invalid UTF-8 are errors) and validates it.
 func Parse(data []byte) (*Profile, error) {
 	root, err := strictjson.Parse(data, strictjson.Limits{MaxBytes: MaxBytes, MaxDepth: 8, MaxMembers: 1 << 14})
 	if err != nil {
+		var je *strictjson.Error
+		if errors.As(err, &je) && je.Line > 0 {
+			return nil, Errors{{Path: je.Pointer, Line: je.Line, Column: je.Column, Message: je.Message}}
+		}
 		return nil, Errors{{Message: err.Error()}}
 	}
-	// encoding/json matches member names case-insensitively and reads
-	// null as "absent"; check the exact shape first.
+	// encoding/json matches member names case-insensitively, reads null
+	// as "absent" and names a type error in Go's terms, without the map
+	// keys on its way: check the exact shape and every value's type first.
 	if errs := checkShape(root, "", profileShape); len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := checkTypes(root, "", reflect.TypeFor[Profile](), ""); len(errs) > 0 {
 		return nil, errs
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -314,7 +351,7 @@ var opaque = shape{"\x00opaque": nil}
 
 var (
 	ruleShape = shape{"action": nil, "resource": nil}
-	taskShape = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": {"*": ruleShape},
+	taskShape = shape{"commands": nil, "deadlineMs": nil, "maxConcurrent": nil, "enforcement": nil, "allow": ruleShape,
 		"cpuSeconds": nil, "memoryBytes": nil, "openFiles": nil, "processes": nil,
 		"requireApproval": nil, "approvalTtlMs": nil}
 	profileShape = shape{
@@ -354,13 +391,28 @@ func checkShape(v *strictjson.Value, at string, sh shape) Errors {
 				sub, ok = sh["*"]
 			}
 			if !ok {
-				errs = append(errs, &Error{Path: child, Message: fmt.Sprintf("unknown member %q; see docs/owner.md", m.Name)})
+				msg := fmt.Sprintf("unknown member %q; see docs/owner.md", m.Name)
+				if near, ok := strictjson.Closest(m.Name, memberNames(sh)); ok {
+					msg = fmt.Sprintf("unknown member; did you mean %q?", near)
+				}
+				errs = append(errs, &Error{Path: child, Message: msg})
 				continue
 			}
 			errs = append(errs, checkShape(m.Value, child, sub)...)
 		}
 	}
 	return errs
+}
+
+// memberNames are the member names sh defines.
+func memberNames(sh shape) []string {
+	var names []string
+	for n := range sh {
+		if n != "*" && !strings.HasPrefix(n, "\x00") {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 var (

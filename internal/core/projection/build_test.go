@@ -165,6 +165,17 @@ func TestBuildErrors(t *testing.T) {
 			{CodeExposeUnknown, "acme.nope/x", `package "acme.nope" is not active in this revision; activate a release of it or remove "acme.nope/x" from mcp.expose`},
 			{CodeExposeUnknown, "acme.a/missing", `the active release of acme.a has no command "missing"; remove "acme.a/missing" from mcp.expose`},
 		}},
+		{"expose unknown, something near", func(t *testing.T) Input {
+			deploy := decl(t, "acme.deploy", cmd{id: "status", path: []string{"deploy", "status"}, eligible: true},
+				cmd{id: "rollback", path: []string{"deploy", "rollback"}})
+			return Input{Packages: pkgs(a(t), deploy), Expose: []string{"acme.deploy/statsu", "acme.deplyo/status", "acme.deplyo/*", "acme.a/of", "acme.deploy/roll"}}
+		}, []Error{
+			{CodeExposeUnknown, "acme.deploy/statsu", `the active release of acme.deploy has no command "statsu"; remove "acme.deploy/statsu" from mcp.expose; did you mean "acme.deploy/status"?`},
+			{CodeExposeUnknown, "acme.deplyo/status", `package "acme.deplyo" is not active in this revision; activate a release of it or remove "acme.deplyo/status" from mcp.expose; did you mean "acme.deploy/status"?`},
+			{CodeExposeUnknown, "acme.deplyo/*", `package "acme.deplyo" is not active in this revision; activate a release of it or remove "acme.deplyo/*" from mcp.expose; did you mean "acme.deploy/*"?`},
+			{CodeExposeUnknown, "acme.a/of", `the active release of acme.a has no command "of"; remove "acme.a/of" from mcp.expose; did you mean "acme.a/off"?`},
+			{CodeExposeUnknown, "acme.deploy/roll", `the active release of acme.deploy has no command "roll"; remove "acme.deploy/roll" from mcp.expose`},
+		}},
 		{"expose not eligible", func(t *testing.T) Input {
 			return Input{Packages: pkgs(a(t), v1decl(t, "acme.legacy", "run", "legacy", "run")), Expose: []string{"acme.a/off", "acme.legacy/run", "acme.legacy/*"}}
 		}, []Error{

@@ -15,6 +15,7 @@ package projection
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -25,6 +26,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/profile"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 	"github.com/rukh-cli/rukh/internal/release/values"
+	"github.com/rukh-cli/rukh/internal/strictjson"
 )
 
 // Naming selects how tool names are spelled; see ToolName.
@@ -276,6 +278,26 @@ func (b *builder) selectTools() {
 	sets := make(map[string]bool)  // package → exposed as a set
 	exact := make(map[string]bool) // identity → exposed by name
 	seen := make(map[string]bool)
+	// meant is a "did you mean" for an entry that names nothing active:
+	// the nearest installed command identity (or package set, for a set).
+	meant := func(e string) string {
+		var names []string
+		for pkg, d := range byPackage {
+			if strings.HasSuffix(e, "/*") {
+				names = append(names, pkg+"/*")
+				continue
+			}
+			for _, c := range d.Commands {
+				if c != nil {
+					names = append(names, c.Identity)
+				}
+			}
+		}
+		if near, ok := strictjson.Closest(e, names); ok {
+			return fmt.Sprintf("; did you mean %q?", near)
+		}
+		return ""
+	}
 	for _, e := range b.in.Expose {
 		if seen[e] {
 			continue
@@ -288,7 +310,7 @@ func (b *builder) selectTools() {
 		}
 		d := byPackage[pkg]
 		if d == nil {
-			b.add(CodeExposeUnknown, e, "package %q is not active in this revision; activate a release of it or remove %q from mcp.expose", pkg, e)
+			b.add(CodeExposeUnknown, e, "package %q is not active in this revision; activate a release of it or remove %q from mcp.expose%s", pkg, e, meant(e))
 			continue
 		}
 		if id == "*" {
@@ -307,7 +329,7 @@ func (b *builder) selectTools() {
 			}
 		}
 		if !found {
-			b.add(CodeExposeUnknown, e, "the active release of %s has no command %q; remove %q from mcp.expose", pkg, id, e)
+			b.add(CodeExposeUnknown, e, "the active release of %s has no command %q; remove %q from mcp.expose%s", pkg, id, e, meant(e))
 			continue
 		}
 		exact[e] = true

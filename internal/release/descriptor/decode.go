@@ -62,9 +62,13 @@ func Decode(data []byte) (*Descriptor, error) {
 	root, err := strictjson.Parse(data, strictjson.Limits{MaxBytes: MaxBytes, MaxDepth: MaxDepth, MaxMembers: MaxMembers})
 	if err != nil {
 		var je *strictjson.Error
-		if errors.As(err, &je) {
+		switch {
+		case errors.As(err, &je) && je.Line > 0:
+			// Where an editor shows it: the descriptor is always FileName.
 			return nil, Errors{{Code: Code(je.Code), Path: je.Pointer,
-				Message: fmt.Sprintf("%s (byte %d)", je.Message, je.Offset)}}
+				Message: fmt.Sprintf("%s:%d:%d: %s", FileName, je.Line, je.Column, je.Message)}}
+		case errors.As(err, &je):
+			return nil, Errors{{Code: Code(je.Code), Path: je.Pointer, Message: je.Message}}
 		}
 		return nil, Errors{{Code: CodeInvalidValue, Message: err.Error()}}
 	}

@@ -213,6 +213,38 @@ func TestDecodeInvalid(t *testing.T) {
 	}
 }
 
+// A descriptor that is not JSON is placed at the line and column of
+// rukh-extension.json where an editor shows it, and a misspelt member
+// gets the member meant, when one is near.
+func TestDecodeErrorText(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"syntax", "{\"schema\": \"rukh.extension/2\",\n \"package\": \"acme.t\", }",
+			`/: json_syntax: rukh-extension.json:2:23: unexpected character '}'; expected a member name in double quotes`},
+		{"syntax after a tab and a multibyte character", "{\"schema\": \"rukh.extension/2\",\n\t\"description\": \"é\" \"x\"}",
+			`/: json_syntax: rukh-extension.json:2:21: unexpected character '"'; expected ',' or '}' in object`},
+		{"duplicate", "{\"schema\": \"rukh.extension/2\",\n\n  \"schema\": \"rukh.extension/2\"}",
+			`/schema: json_duplicate_key: rukh-extension.json:3:3: member "schema" appears more than once`},
+		{"misspelt top-level member", strings.Replace(doc(cmd("c", "")), `"publisher"`, `"publsher"`, 1),
+			"2 problems in the descriptor:\n\t/publisher: missing_field: \"publisher\" is required\n\t/publsher: unknown_field: unknown member; did you mean \"publisher\"?"},
+		{"misspelt command member", doc(cmd("c", `"descripton":"d"`)),
+			`/commands/0/descripton: unknown_field: unknown member; did you mean "description"?`},
+		{"misspelt input member", in(`{"id":"a","type":"string","maxLenght":3}`),
+			`/commands/0/inputs/0/maxLenght: unknown_field: unknown member; did you mean "maxLength"?`},
+		{"nothing near", doc(cmd("c", `"colour":"red"`)),
+			`/commands/0/colour: unknown_field: unknown member "colour"; check its spelling against docs/descriptor.md`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := descriptor.Decode([]byte(tt.doc))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Decode:\n got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestDecodeExamples(t *testing.T) {
 	type cmdWant struct {
 		identity string

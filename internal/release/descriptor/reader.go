@@ -2,6 +2,8 @@ package descriptor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/rukh-cli/rukh/internal/strictjson"
@@ -119,7 +121,13 @@ func (o *object) forbid(name, format string) {
 // finish reports every member that was never read.
 func (o *object) finish() {
 	for _, m := range o.v.Members {
-		if !o.read[m.Name] {
+		if o.read[m.Name] {
+			continue
+		}
+		// The members this object may have are those its decoder read.
+		if near, ok := strictjson.Closest(m.Name, slices.Collect(maps.Keys(o.read))); ok {
+			o.p.add(CodeUnknownField, o.at(m.Name), "unknown member; did you mean %q?", near)
+		} else {
 			o.p.add(CodeUnknownField, o.at(m.Name), "unknown member %q; check its spelling against docs/descriptor.md", m.Name)
 		}
 	}
