@@ -398,3 +398,65 @@ func TestCommandCannotApprove(t *testing.T) {
 		}
 	})
 }
+
+// TestPassthroughApprovalIsOfItsArguments: a passthrough command's call
+// kept for the owner's approval is bound to its exact argv, as a typed
+// call is to its inputs. Approving `legacy run --help` lets exactly that
+// run, once; `legacy run --force` asks anew and runs nothing. The
+// approval shows the arguments as {"argv": […]}.
+func TestPassthroughApprovalIsOfItsArguments(t *testing.T) {
+	forEachHost(t, func(t *testing.T, host *testHost) {
+		dir := testhome.TempDir(t)
+		legacy, err := filepath.Abs(filepath.Join("..", "examples", "legacy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		home := filepath.Join(dir, "home")
+		a := testhome.InstallPinned(t, filepath.Join(home, "data"), legacy)
+		if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"gated"},"mcp":{"expose":[],"task":"gated"},
+			"tasks":{"gated":{"commands":["*/*"],"deadlineMs":20000,"maxConcurrent":4,"enforcement":"restricted","requireApproval":["destructive"]}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		h := &approvalHome{rukh: host.Rukh, home: home, dir: dir, env: append(os.Environ(), "RUKH_HOME="+home)}
+		host.serve(t, home)
+
+		pending := func() []map[string]any {
+			t.Helper()
+			out, stderr, status := h.rukhCLI(t, nil, nil, "approve", "--list", "--json")
+			var rows []map[string]any
+			if err := json.Unmarshal([]byte(out), &rows); status != 0 || err != nil {
+				t.Fatalf("approve --list --json: exit %d, %v: %s %s", status, err, out, stderr)
+			}
+			return rows
+		}
+		if out, _, status := h.rukhCLI(t, nil, nil, "legacy", "run", "--help"); status != 77 || strings.Contains(out, "legacy tool called") {
+			t.Fatalf("legacy run --help before an approval: exit %d, %q; want 77 and nothing run", status, out)
+		}
+		rows := pending()
+		if len(rows) != 1 {
+			t.Fatalf("pending approvals: %v; want one", rows)
+		}
+		id, _ := rows[0]["id"].(string)
+		if inputs, _ := json.Marshal(rows[0]["inputs"]); string(inputs) != `{"argv":["--help"]}` {
+			t.Errorf("the approval's inputs: %s; want {\"argv\":[\"--help\"]}", inputs)
+		}
+		if shown, out, status := h.approveAtTerminal(t, id, "yes"); status != 0 || !strings.Contains(shown, `"argv":["--help"]`) {
+			t.Fatalf("approve: exit %d, %q; the terminal showed %q", status, out, shown)
+		}
+
+		// Other arguments are another call: a new approval, nothing run.
+		if out, _, status := h.rukhCLI(t, nil, nil, "legacy", "run", "--force"); status != 77 || strings.Contains(out, "legacy tool called") {
+			t.Errorf("legacy run --force on --help's approval: exit %d, %q; want 77 and nothing run", status, out)
+		}
+		if out, _, status := h.rukhCLI(t, nil, nil, "legacy", "run", "--he", "lp"); status != 77 || strings.Contains(out, "legacy tool called") {
+			t.Errorf("legacy run --he lp on --help's approval: exit %d, %q; want 77 and nothing run", status, out)
+		}
+		// The approved call runs, once.
+		if out, stderr, status := h.rukhCLI(t, nil, nil, "legacy", "run", "--help"); status != 0 || !strings.Contains(out, "legacy tool called with 1 argument(s):\n  --help\n") {
+			t.Errorf("the approved legacy run --help: exit %d, %q %q", status, out, stderr)
+		}
+		if _, _, status := h.rukhCLI(t, nil, nil, "legacy", "run", "--help"); status != 77 {
+			t.Errorf("legacy run --help again: exit %d; want 77 (an approval is used once)", status)
+		}
+	})
+}

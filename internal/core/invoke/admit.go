@@ -3,7 +3,9 @@ package invoke
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -445,6 +447,21 @@ func (c *Core) recordRejected(t *Target, req *Request, ad *admission, out *Outco
 	return nil
 }
 
+// argvDigest is the SHA-256 of argv's exact bytes, each argument
+// length-prefixed, so that no two argument lists share it.
+func argvDigest(argv []string) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte("rukh.argv/1\x00"))
+	var n [binary.MaxVarintLen64]byte
+	for _, a := range argv {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(a)))])
+		h.Write([]byte(a))
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
 // approvalFor returns the approval this call needs — bound to its
 // command, release, task and exact inputs — or nil when its task does not
 // keep its command's effects for the owner. A command that declares no
@@ -459,6 +476,15 @@ func (ad *admission) approvalFor(t *Target, req *Request) *store.Approval {
 	}
 	inputs := ad.inputs.AppendJSON(nil)
 	sum := sha256.Sum256(inputs)
+	if t.Command.Execute.Mapping == descriptor.Passthrough {
+		// A passthrough command's inputs are its argv: the approval is of
+		// these exact bytes (JSON would make arguments that differ only
+		// in invalid UTF-8 one call), and shows them as JSON.
+		inputs, _ = json.Marshal(struct {
+			Argv []string `json:"argv"`
+		}{append([]string{}, req.Argv...)})
+		sum = argvDigest(req.Argv)
+	}
 	shown := string(inputs)
 	if len(shown) > store.MaxApprovalInputs {
 		shown = strings.ToValidUTF8(shown[:store.MaxApprovalInputs-16], "") + "… (cut)"
