@@ -89,7 +89,7 @@ publisher's signature.`,
 					return
 				}
 				printDevInstall(f, res)
-				if installed != "" && installed != digest {
+				if installed != "" {
 					if _, _, err := h.Admin().Remove(installed); err != nil {
 						fmt.Fprintf(f.IO.ErrOut, "%s: could not remove the previous dev release %s: %v\n", f.Name, installed, err)
 					}
