@@ -120,6 +120,7 @@ func TestLimitsDocumented(t *testing.T) {
 		{"trust", "MaxSignatureBytes", size(trust.MaxSignatureBytes)},
 		{"trust", "MaxPathBytes", count(trust.MaxPathBytes)},
 		{"trust", "MaxKeyFileBytes", size(trust.MaxKeyFileBytes)},
+		{"trust", "MaxIgnoreBytes", size(trust.MaxIgnoreBytes)},
 		{"mcpconfig", "MaxFileBytes", size(mcpconfig.MaxFileBytes)},
 		{"mcpconfig", "MaxBackups", count(mcpconfig.MaxBackups)},
 		{"mcphttp", "MaxConnections", count(mcphttp.MaxConnections)},

@@ -20,17 +20,25 @@ const devSettle = 200 * time.Millisecond
 
 // newExtDevCmd is `ext dev DIR`: install the working directory pinned by
 // its own digest, and again whenever its files change, until Ctrl-C — a
-// fast edit-run loop for an extension's author.
+// fast edit-run loop for an extension's author. With --once it installs
+// and returns, so that a script (the README's quickstart) can install
+// before it starts the watcher in the background: `ext dev DIR &` alone
+// races the commands after it.
 func newExtDevCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "dev DIR",
+	var once bool
+	cmd := &cobra.Command{
+		Use:   "dev DIR [--once]",
 		Short: "Install a working release directory, and again each time it changes",
 		Long: `Install the release in DIR pinned by its own digest (as --pin would) and
 activate it; then watch DIR and, whenever its files change, install it
 again, replacing the release this command installed before. A change that
 makes the release invalid is reported and the last good one stays active.
-Stop it with Ctrl-C. For local development only: what it installs is
-trusted by digest, not by a publisher's signature.`,
+Stop it with Ctrl-C (or SIGTERM: ` + "`kill`" + `). The line "installed …" says each
+install is active. With --once, install and exit without watching (exit 1
+if the release is invalid): run it before ` + "`ext dev DIR &`" + ` in a script, so
+that the commands after it find the release installed. For local
+development only: what it installs is trusted by digest, not by a
+publisher's signature.`,
 		Args: exactArgs(1, "ext dev takes a release directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, err := f.Host()
@@ -38,6 +46,18 @@ trusted by digest, not by a publisher's signature.`,
 				return err
 			}
 			dir := f.Abs(args[0])
+			if once {
+				m, err := trust.BuildManifest(dir)
+				if err != nil {
+					return reportDescriptorErrors(f, args[0], err)
+				}
+				res, err := h.Admin().InstallContext(cmd.Context(), dir, m.Digest(), admin.InstallOptions{})
+				if err != nil {
+					return reportDescriptorErrors(f, args[0], err)
+				}
+				printDevInstall(f, res)
+				return nil
+			}
 			w, err := fsnotify.NewWatcher()
 			if err != nil {
 				return err
@@ -68,8 +88,7 @@ trusted by digest, not by a publisher's signature.`,
 					reportDevError(f, args[0], err)
 					return
 				}
-				r := res.Release
-				fmt.Fprintf(f.IO.Out, "installed %s %s (%s): revision %d\n", r.Package, r.Version, r.Digest, res.New)
+				printDevInstall(f, res)
 				if installed != "" {
 					if _, _, err := h.Admin().Remove(installed); err != nil {
 						fmt.Fprintf(f.IO.ErrOut, "%s: could not remove the previous dev release %s: %v\n", f.Name, installed, err)
@@ -104,6 +123,18 @@ trusted by digest, not by a publisher's signature.`,
 			}
 		},
 	}
+	cmd.Flags().BoolVar(&once, "once", false, "install the directory pinned, then exit instead of watching it")
+	return cmd
+}
+
+// printDevInstall says that the release `ext dev` installed is active.
+func printDevInstall(f *Factory, res *admin.InstallResult) {
+	r := res.Release
+	if res.AlreadyInstalled {
+		fmt.Fprintf(f.IO.Out, "installed %s %s (%s) already: revision %d\n", r.Package, r.Version, r.Digest, res.New)
+		return
+	}
+	fmt.Fprintf(f.IO.Out, "installed %s %s (%s): revision %d\n", r.Package, r.Version, r.Digest, res.New)
 }
 
 // reportDevError says why DIR could not be installed now; the loop goes on.

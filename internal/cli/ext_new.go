@@ -16,20 +16,21 @@ import (
 )
 
 // newExtNewCmd is `ext new PUBLISHER.NAME [--lang sh|python|go]`: a new
-// release directory with one typed command, a structured result, and a
-// test its author can run — valid and packable as written, as `gh
-// extension create` gives a first extension.
+// release directory with one typed command, a text result a person reads
+// as it is, and a test its author can run — valid and packable as
+// written, as `gh extension create` gives a first extension.
 func newExtNewCmd(f *Factory) *cobra.Command {
 	var lang string
 	cmd := &cobra.Command{
 		Use:   "new PUBLISHER.NAME [--lang sh|python|go]",
 		Short: "Create a new extension release directory to start from",
 		Long: `Create the directory NAME (the last part of PUBLISHER.NAME) holding a release
-of package PUBLISHER.NAME: a descriptor with one command, NAME, that takes a
-typed input and returns a structured result over rukh.ipc/1; its program in
-sh (with python3 for the JSON), python or Go (with the extsdk); and a test
-of the program that its author runs (printed at the end). The release is
-valid as written: validate it, pin it, run it.`,
+of package PUBLISHER.NAME: a descriptor with one command, NAME, that takes
+typed inputs and returns its greeting as text over rukh.ipc/1; its program
+in sh (with python3 for the JSON), python or Go (with the extsdk), which
+ends quietly on Ctrl-C and on SIGTERM; and a test of the program that its
+author runs (printed at the end). The release is valid as written:
+validate it, pin it, run it.`,
 		Args: exactArgs(1, "ext new takes the package name, e.g. acme.hello"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pkg := args[0]
@@ -66,8 +67,11 @@ valid as written: validate it, pin it, run it.`,
 			}
 			fmt.Fprintf(f.IO.Out, "created %s: package %s, command %q (%s)\n\nnext:\n", name, pkg, name, lang)
 			if lang == "go" {
-				fmt.Fprintf(f.IO.Out, "  cd %s && go mod edit -replace github.com/rukh-cli/rukh=PATH/TO/rukh && go mod tidy   # extsdk is not on a module proxy yet (docs/extensions.md)\n", name)
-				fmt.Fprintf(f.IO.Out, "  go build -o bin/%s . && go test ./...\n  cd .. && %s ext validate %s\n", name, f.Name, name)
+				// The workspace names the author's checkout; go.work is
+				// never part of a release (trust.DefaultIgnore), and
+				// -trimpath keeps the machine's paths out of the binary.
+				fmt.Fprintf(f.IO.Out, "  cd %s && go work init . PATH/TO/rukh   # extsdk is not on a module proxy yet; go.work stays out of the release (docs/extensions.md)\n", name)
+				fmt.Fprintf(f.IO.Out, "  go build -trimpath -o bin/%s . && go test ./...\n  cd .. && %s ext validate %s\n", name, f.Name, name)
 				fmt.Fprintf(f.IO.Out, "  %s ext install %s --pin DIGEST     # the refusal without --pin prints the digest\n", f.Name, name)
 			} else {
 				fmt.Fprintf(f.IO.Out, "  %s                           # the test of the program\n", test)
@@ -97,9 +101,7 @@ const descriptorTemplate = `{
          "description": "Who to greet"},
         {"id": "shout", "type": "boolean", "default": false, "description": "Greet in capitals"}
       ],
-      "execute": {"mapping": "managed", "program": "bin/%[3]s",
-                  "result": {"kind": "structured", "schema": {"type": "object",
-                    "properties": {"greeting": {"type": "string"}}, "required": ["greeting"], "additionalProperties": false}}},
+      "execute": {"mapping": "managed", "program": "bin/%[3]s", "result": {"kind": "text"}},
       "machine": {"eligible": true, "interaction": "none", "requiredFeatures": ["command-result/1"]},
       "effects": {"class": "none"}
     }
@@ -108,21 +110,31 @@ const descriptorTemplate = `{
 `
 
 // pythonProgram speaks rukh.ipc/1 on its descriptor: one invoke frame in,
-// one complete frame out (docs/extensions.md).
-const pythonProgram = `import json, os
+// one complete frame out (docs/extensions.md). It ends quietly on SIGINT
+// (Ctrl-C at a terminal reaches the program itself) and on SIGTERM (rukh
+// stopping the call), never with a KeyboardInterrupt traceback.
+const pythonProgram = `import json, os, signal, sys
+
+def stop(signum, frame):
+    # Ctrl-C at a terminal sends SIGINT to the program as well as to rukh,
+    # and rukh stops the call with SIGTERM: end at once, quietly, with the
+    # status a shell gives a program that signal ends (130, 143).
+    sys.exit(128 + signum)
 
 def greet(inputs):
     greeting = "Hello, %%s!" %% inputs["name"]
     if inputs["shout"]:
         greeting = greeting.upper()
-    return {"greeting": greeting}
+    return greeting
 
 def main():
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     ch = os.fdopen(int(os.environ["RUKH_IPC_FD"]), "r+b", buffering=0)
     frame = json.loads(ch.readline())
     inputs = {k: v["value"] for k, v in frame["inputs"].items()}
     report = {"type": "complete", "token": os.environ["RUKH_IPC_TOKEN"], "status": "succeeded",
-              "commandResult": {"kind": "structured", "data": greet(inputs)}}
+              "commandResult": {"kind": "text", "text": greet(inputs) + "\n"}}
     ch.write(json.dumps(report, separators=(",", ":")).encode() + b"\n")
 
 main()
@@ -155,18 +167,20 @@ class Test(unittest.TestCase):
     def test_greets(self):
         r = call({"name": "Ada", "shout": False})
         self.assertEqual(r["status"], "succeeded")
-        self.assertEqual(r["commandResult"]["data"], {"greeting": "Hello, Ada!"})
+        self.assertEqual(r["commandResult"], {"kind": "text", "text": "Hello, Ada!\n"})
 
     def test_shouts(self):
         r = call({"name": "Ada", "shout": True})
-        self.assertEqual(r["commandResult"]["data"], {"greeting": "HELLO, ADA!"})
+        self.assertEqual(r["commandResult"], {"kind": "text", "text": "HELLO, ADA!\n"})
 
 if __name__ == "__main__":
     unittest.main()
 `
 
-const goProgram = `// Command %[1]s is the %[2]s extension: it greets someone, as a structured
-// result (rukh-extension.json declares its schema).
+const goProgram = `// Command %[1]s is the %[2]s extension: it greets someone, as text.
+// extsdk.Run ends ctx on Ctrl-C (SIGINT, which reaches the program
+// itself at a terminal) and on SIGTERM (rukh stopping the call); a
+// second signal ends the program at once.
 package main
 
 import (
@@ -181,22 +195,25 @@ func greet(ctx context.Context, inv *extsdk.Invocation) (extsdk.Result, error) {
 	if inv.Bool("shout") {
 		greeting = strings.ToUpper(greeting)
 	}
-	return extsdk.Structured(map[string]string{"greeting": greeting}), nil
+	return extsdk.Text(greeting + "\n"), nil
 }
 
 func main() { extsdk.Run(greet) }
 `
 
+// goTest speaks the channel's JSON itself: extproto is internal to the
+// rukh module, so an extension cannot import it.
 const goTest = `package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"os"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/rukh-cli/rukh/internal/release/extproto"
 	"github.com/rukh-cli/rukh/extsdk"
 )
 
@@ -209,23 +226,33 @@ func TestGreet(t *testing.T) {
 	}
 	host := os.NewFile(uintptr(fds[0]), "host")
 	defer host.Close()
-	env := map[string]string{extproto.EnvFD: strconv.Itoa(fds[1]), extproto.EnvToken: "feedface00000000000000000000000000000000000000000000000000000000"}
+	env := map[string]string{"RUKH_IPC_FD": strconv.Itoa(fds[1]), "RUKH_IPC_TOKEN": "feedface00000000000000000000000000000000000000000000000000000000"}
 	done := make(chan int, 1)
 	go func() { done <- extsdk.RunMain(extsdk.Options{Getenv: func(k string) string { return env[k] }}, greet) }()
-	frame := (&extproto.Invoke{InvocationID: "0123456789abcdef0123456789abcdef", Command: "%[2]s/%[1]s", Transport: "cli",
-		DeadlineMs: 10000, Inputs: []byte(` + "`" + `{"name":{"value":"Ada","explicit":true},"shout":{"value":true,"explicit":true}}` + "`" + `)}).AppendFrame(nil)
-	if _, err := host.Write(frame); err != nil {
+	frame := ` + "`" + `{"type":"invoke","protocol":"rukh.ipc/1","invocationId":"0123456789abcdef0123456789abcdef","command":"%[2]s/%[1]s",` + "`" + ` +
+		` + "`" + `"transport":"cli","interactive":false,"deadlineMs":10000,"inputs":{"name":{"value":"Ada","explicit":true},"shout":{"value":true,"explicit":true}}}` + "`" + `
+	if _, err := host.Write([]byte(frame + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := extproto.NewReader(host).Next()
-	if err != nil || f.Complete == nil {
-		t.Fatalf("report: %%+v, %%v", f, err)
+	line, err := bufio.NewReader(host).ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("no report: %%v", err)
 	}
-	if got, want := string(f.Complete.CommandResult), ` + "`" + `{"kind":"structured","data":{"greeting":"HELLO, ADA!"}}` + "`" + `; got != want {
-		t.Errorf("result %%s, want %%s", got, want)
+	var report struct {
+		Status        string
+		CommandResult struct{ Kind, Text string }
+	}
+	if err := json.Unmarshal(line, &report); err != nil {
+		t.Fatalf("report %%s: %%v", line, err)
+	}
+	if report.Status != "succeeded" || report.CommandResult.Kind != "text" || report.CommandResult.Text != "HELLO, ADA!\n" {
+		t.Errorf("report %%s, want HELLO, ADA! as text", line)
 	}
 	select {
-	case <-done:
+	case status := <-done:
+		if status != 0 {
+			t.Errorf("exit status %%d", status)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunMain did not return")
 	}

@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"bufio"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // runExtNew runs `ext new acme.hello --lang LANG` in dir.
@@ -137,4 +142,88 @@ func tree(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// The python and sh templates end quietly on SIGINT (Ctrl-C at a
+// terminal reaches the program itself) and on SIGTERM (rukh stopping the
+// call): no traceback on stderr, and the status a shell gives a program
+// that signal ends, 128 plus its number. The program is held in its
+// handler by a line the test adds there, which says when it is reached.
+func TestTemplateSignals(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the python and sh templates run python3:", err)
+	}
+	for _, lang := range []string{"python", "sh"} {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			t.Run(lang+"/"+sig.String(), func(t *testing.T) {
+				files, _, _ := scaffolds(lang, "acme", "acme.hello", "hello")
+				prog := files["bin/hello"]
+				const at = "def greet(inputs):\n"
+				if !strings.Contains(prog, at) {
+					t.Fatalf("the %s program has no %q to hold it at:\n%s", lang, at, prog)
+				}
+				prog = strings.Replace(prog, at, at+"    print(\"held\", flush=True)\n    import time\n    time.sleep(600)\n", 1)
+				path := filepath.Join(t.TempDir(), "hello")
+				if err := os.WriteFile(path, []byte(prog), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				host, child := os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "child")
+				defer host.Close()
+				cmd := exec.Command(path)
+				cmd.Env = append(os.Environ(), "RUKH_IPC_FD=3", "RUKH_IPC_TOKEN="+strings.Repeat("ab", 32))
+				cmd.ExtraFiles = []*os.File{child}
+				stdout, err := cmd.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				child.Close()
+				exited := make(chan error, 1)
+				held := make(chan string, 1)
+				go func() {
+					line, _ := bufio.NewReader(stdout).ReadString('\n')
+					held <- line
+					io.Copy(io.Discard, stdout)
+					exited <- cmd.Wait()
+				}()
+				t.Cleanup(func() { cmd.Process.Kill() })
+				frame := `{"type":"invoke","protocol":"rukh.ipc/1","invocationId":"` + strings.Repeat("0", 32) + `","command":"acme.hello/hello","transport":"cli","interactive":true,"deadlineMs":10000,"inputs":{"name":{"value":"Ada","explicit":true},"shout":{"value":false,"explicit":false}}}` + "\n"
+				if _, err := host.Write([]byte(frame)); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case line := <-held:
+					if line != "held\n" {
+						t.Fatalf("the program said %q before it was held; stderr:\n%s", line, stderr.String())
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("the program did not reach its handler within 30 s")
+				}
+				if err := cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				var err2 error
+				select {
+				case err2 = <-exited:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("the program did not end within 30 s of %v", sig)
+				}
+				var ee *exec.ExitError
+				if !errors.As(err2, &ee) || ee.ExitCode() != 128+int(sig) {
+					t.Errorf("after %v the program ended with %v; want exit status %d", sig, err2, 128+int(sig))
+				}
+				if stderr.Len() != 0 {
+					t.Errorf("after %v the program wrote to stderr:\n%s", sig, stderr.String())
+				}
+			})
+		}
+	}
 }

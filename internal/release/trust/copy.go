@@ -18,7 +18,10 @@ var hookBeforeCopy func(p string)
 // directory the caller made, and returns src's manifest as BuildManifest
 // builds it. It copies every file the manifest lists, plus
 // rukh-release.json and rukh-release.sig when src has them, so that a
-// verification of dst checks exactly what was copied.
+// verification of dst checks exactly what was copied. A working directory
+// (no rukh-release.json) loses what its ignore list leaves out; a signed
+// one is copied whole, every file, for the verification to compare with
+// its manifest.
 //
 // src may change while it is copied. Every file is opened without
 // following a symbolic link and without blocking (a named pipe swapped in
@@ -28,15 +31,17 @@ var hookBeforeCopy func(p string)
 // file_changed. On error dst may hold part of the release, and the caller
 // removes it.
 func CopyRelease(src, dst string) (*Manifest, error) {
-	m, _, infos, err := scanRelease(src)
-	if err != nil {
-		return nil, err
-	}
 	from, err := os.OpenRoot(src)
 	if err != nil {
 		return nil, fmt.Errorf("open release directory: %w", err)
 	}
 	defer from.Close()
+	_, err = from.Lstat(ManifestName)
+	signed := err == nil
+	m, _, infos, err := scanRelease(src, signed)
+	if err != nil {
+		return nil, err
+	}
 	to, err := os.OpenRoot(dst)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dst, err)
@@ -45,10 +50,17 @@ func CopyRelease(src, dst string) (*Manifest, error) {
 	if err := requireEmpty(to, dst); err != nil {
 		return nil, err
 	}
-	for _, doc := range []struct {
+	type doc struct {
 		name  string
 		limit int64
-	}{{ManifestName, limits.manifestBytes}, {SignatureName, limits.signatureBytes}} {
+	}
+	docs := []doc{{ManifestName, limits.manifestBytes}, {SignatureName, limits.signatureBytes}}
+	if !signed && m.file(IgnoreName) == nil {
+		// The copy keeps the ignore list it was read with, so that it
+		// reads as the same release.
+		docs = append(docs, doc{IgnoreName, MaxIgnoreBytes})
+	}
+	for _, doc := range docs {
 		data, err := readDoc(from, doc.name, doc.limit)
 		if err != nil {
 			return nil, err

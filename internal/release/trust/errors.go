@@ -31,6 +31,7 @@ const (
 	CodeBadPin            Code = "bad_pin"            // a pin that is not sha256: and 64 lowercase hex digits
 	CodePinMismatch       Code = "pin_mismatch"       // the release digest is not the pinned one
 	CodeBadKey            Code = "bad_key"            // a key file or key that is not a usable ed25519 key
+	CodeBadIgnoreFile     Code = "bad_ignore_file"    // .rukhignore is not a file of valid patterns; names the line
 )
 
 // Error is a refusal: a stable code, the path of the file in the release

@@ -38,8 +38,10 @@ type File struct {
 }
 
 // BuildManifest describes the release directory dir: every regular file
-// but the manifest and signature themselves, and the package, version and
-// publisher of its descriptor. It follows no symbolic links and refuses
+// but the manifest and signature themselves and what the ignore list
+// leaves out (DefaultIgnore, then dir's IgnoreName), and the package,
+// version and publisher of its descriptor: what Pack packs. It follows no
+// symbolic links and refuses
 // anything a release may not hold (see docs/releases.md). An invalid
 // descriptor is an *Error with code invalid_descriptor that unwraps to
 // descriptor.Errors.
@@ -49,19 +51,26 @@ func BuildManifest(dir string) (*Manifest, error) {
 }
 
 func buildManifest(dir string) (*Manifest, *descriptor.Descriptor, error) {
-	m, d, _, err := scanRelease(dir)
+	m, d, _, err := scanRelease(dir, false)
 	return m, d, err
 }
 
 // scanRelease is buildManifest that also returns the Lstat of every file
-// listed (see walkFiles).
-func scanRelease(dir string) (*Manifest, *descriptor.Descriptor, map[string]fs.FileInfo, error) {
+// listed (see walkFiles). With exact, nothing is ignored: every file is
+// listed, as a signed release's are.
+func scanRelease(dir string, exact bool) (*Manifest, *descriptor.Descriptor, map[string]fs.FileInfo, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open release directory: %w", err)
 	}
 	defer root.Close()
-	files, infos, err := walkFiles(root)
+	var ig *ignorer
+	if !exact {
+		if ig, err = loadIgnore(root); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	files, infos, err := walkFiles(root, ig)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -143,7 +143,7 @@ func open(dir string) (*Release, error) {
 			return nil, err
 		}
 	}
-	files, _, err := walkFiles(root)
+	files, _, err := walkFiles(root, nil) // exactly as signed
 	if err != nil {
 		return nil, err
 	}

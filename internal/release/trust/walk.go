@@ -18,8 +18,9 @@ import (
 // follows no symbolic link and refuses everything a release may not hold,
 // two paths that differ only in letter case included. infos holds what
 // Lstat said of each file listed, so that a later open can require the
-// very file that was hashed.
-func walkFiles(root *os.Root) (files []File, infos map[string]fs.FileInfo, err error) {
+// very file that was hashed. With ig, what it ignores is skipped unseen:
+// neither listed nor checked, and an ignored directory is not entered.
+func walkFiles(root *os.Root, ig *ignorer) (files []File, infos map[string]fs.FileInfo, err error) {
 	var (
 		entries int64
 		total   int64
@@ -31,6 +32,12 @@ func walkFiles(root *os.Root) (files []File, infos map[string]fs.FileInfo, err e
 			return fmt.Errorf("read %s: %w", p, err)
 		}
 		if p == "." {
+			return nil
+		}
+		if ig.ignored(p, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		if e := checkPath(p); e != nil {

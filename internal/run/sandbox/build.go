@@ -27,10 +27,15 @@ const SourcePath = "internal/run/sandbox/helper/rukh-sandbox.c"
 func Build(dst string) error { return BuildSource(helperSource, dst) }
 
 // BuildSource is Build of the helper's source src (a tree's SourcePath).
+// Without a C compiler, or without the kernel headers, the error is a
+// *CompilerError that says what to install.
 func BuildSource(src []byte, dst string) error {
 	cc := os.Getenv("CC")
 	if cc == "" {
 		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		return &CompilerError{Helper: filepath.Base(dst), CC: cc, Err: err}
 	}
 	dir, err := os.MkdirTemp("", "rukh-sandbox-build-")
 	if err != nil {
@@ -43,6 +48,9 @@ func BuildSource(src []byte, dst string) error {
 	}
 	args := append(append([]string{}, CFlags...), "-o", dst, file)
 	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		if cerr := compilerError(dst, cc, out, err); cerr != nil {
+			return cerr
+		}
 		return fmt.Errorf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)
 	}
 	return nil
