@@ -12,7 +12,12 @@ import (
 // exactArgs requires n positional arguments, or fails as a usage error
 // saying what was expected.
 func exactArgs(n int, what string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if n == 0 && len(args) > 0 && c.HasSubCommands() {
+			// A command that runs itself and has commands too (mcp and
+			// mcp config): its first argument is a misspelt command.
+			return &UsageError{fmt.Errorf("unknown command %q for %q%s", args[0], c.CommandPath(), didYouMean(c, args[0]))}
+		}
 		if len(args) != n {
 			return &UsageError{fmt.Errorf("%s (got %d arguments)", what, len(args))}
 		}
