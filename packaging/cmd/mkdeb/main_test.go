@@ -440,17 +440,19 @@ func TestDeb(t *testing.T) {
 }
 
 // TestDebEmbedder builds the package of the example embedder acme
-// (examples/acme, -name acme -module): its binaries, units, completions
-// and man pages are acme's, and nothing it installs names rukh, in a path
-// or in a text, format identifiers aside.
+// (examples/acme, -name acme -module), at a version with a Debian
+// revision: its binaries, units, completions and man pages are acme's,
+// nothing it installs names rukh, in a path or in a text, format
+// identifiers and the copyright file aside, its changelog is
+// changelog.Debian.gz, and lintian reports nothing on it.
 func TestDebEmbedder(t *testing.T) {
 	dpkgDeb := need(t, "dpkg-deb", "dpkg")
 	root := filepath.Join("..", "..", "..")
-	deb, err := build(options{Root: root, Name: "acme", Module: filepath.Join(root, "examples", "acme"), OutDir: t.TempDir(), Version: "1.2.0", Stamp: "0123456789abcdef"})
+	deb, err := build(options{Root: root, Name: "acme", Module: filepath.Join(root, "examples", "acme"), OutDir: t.TempDir(), Version: "1.2.0-1", Stamp: "0123456789abcdef"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "acme_1.2.0_" + debArch() + ".deb"; filepath.Base(deb) != want {
+	if want := "acme_1.2.0-1_" + debArch() + ".deb"; filepath.Base(deb) != want {
 		t.Errorf("package file %s, want %s", filepath.Base(deb), want)
 	}
 	control, err := exec.Command(dpkgDeb, "-I", deb, "control").Output()
@@ -502,7 +504,7 @@ func TestDebEmbedder(t *testing.T) {
 	for _, want := range []string{"/usr/bin/acme", "/usr/bin/acmed", "/usr/bin/acme-sandbox",
 		"/usr/lib/systemd/user/acmed.socket", "/usr/lib/systemd/user/acmed.service", "/usr/lib/systemd/user/acme-mcp-http@.service",
 		"/usr/share/bash-completion/completions/acme", "/usr/share/man/man1/acme.1.gz", "/usr/share/man/man1/acmed.1.gz",
-		"/usr/share/man/man1/acme-sandbox.1.gz", "/usr/share/doc/acme/copyright", "/usr/share/doc/acme/changelog.gz",
+		"/usr/share/man/man1/acme-sandbox.1.gz", "/usr/share/doc/acme/copyright", "/usr/share/doc/acme/changelog.Debian.gz", // a version with a revision
 		"/usr/share/lintian/overrides/acme"} {
 		if !slices.Contains(paths, want) {
 			t.Errorf("the package has no %s; it has %v", want, paths)
@@ -532,7 +534,7 @@ func TestDebEmbedder(t *testing.T) {
 		t.Errorf("acme.1's ENVIRONMENT does not document ACME_DAEMON and ACME_HOME:\n%s", env)
 	}
 	checkCopyright(t, string(read("usr/share/doc/acme/copyright")), filepath.Join(dir, "usr", "bin"), []string{"acme", "acmed"})
-	checkChangelog(t, read("usr/share/doc/acme/changelog.gz"), "acme", "1.2.0")
+	checkChangelog(t, read("usr/share/doc/acme/changelog.Debian.gz"), "acme", "1.2.0-1")
 	checkLintian(t, deb)
 }
 
