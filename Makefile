@@ -41,8 +41,9 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
-# rukh_VERSION_ARCH.deb here: rukh, rukhd, the systemd user units, completions
-# and man pages. packaging/ is its own module, so nfpm stays out of go.mod;
+# rukh_VERSION_ARCH.deb here: rukh, rukhd, rukh-sandbox, the systemd user
+# units, completions, man pages, copyright and changelog (lintian-clean:
+# packaging/cmd/mkdeb's TestDeb). packaging/ is its own module, so nfpm stays out of go.mod;
 # -mod=mod lets it follow the main module's requirements (replace ../).
 # An embedder's package: make deb NAME=acme MODULE=examples/acme (its
 # module, with cmd/acme and cmd/acmed) gives acme_VERSION_ARCH.deb.

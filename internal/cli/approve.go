@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -124,20 +125,25 @@ func showApproval(w io.Writer, a *store.Approval, now time.Time) {
 }
 
 type approvalJSON struct {
-	ID          string     `json:"id"`
-	Status      string     `json:"status"`
-	Command     string     `json:"command"`
-	EffectClass string     `json:"effects"`
-	Release     string     `json:"release"`
-	Task        string     `json:"task"`
-	Inputs      string     `json:"inputs"`
-	Transport   string     `json:"transport"`
-	RequestedBy string     `json:"requestedBy"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	ExpiresAt   time.Time  `json:"expiresAt"`
-	ApprovedAt  *time.Time `json:"approvedAt,omitempty"`
-	UsedAt      *time.Time `json:"usedAt,omitempty"`
-	UsedBy      string     `json:"usedBy,omitempty"`
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	Command     string `json:"command"`
+	EffectClass string `json:"effects"`
+	Release     string `json:"release"`
+	Task        string `json:"task"`
+	// Inputs are the call's inputs, the JSON object the command would be
+	// given (input id → {"value", "explicit"}). The store keeps at most
+	// store.MaxApprovalInputs bytes of them: longer ones are cut, are no
+	// JSON, and are InputsText instead, as kept.
+	Inputs      json.RawMessage `json:"inputs,omitempty"`
+	InputsText  string          `json:"inputsText,omitempty"`
+	Transport   string          `json:"transport"`
+	RequestedBy string          `json:"requestedBy"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	ExpiresAt   time.Time       `json:"expiresAt"`
+	ApprovedAt  *time.Time      `json:"approvedAt,omitempty"`
+	UsedAt      *time.Time      `json:"usedAt,omitempty"`
+	UsedBy      string          `json:"usedBy,omitempty"`
 }
 
 func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
@@ -157,8 +163,13 @@ func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
 			continue
 		}
 		r := approvalJSON{ID: a.ID, Status: st, Command: a.Identity, EffectClass: a.EffectClass, Release: a.Digest,
-			Task: a.Task, Inputs: a.Inputs, Transport: a.Transport, RequestedBy: a.RequestedBy,
+			Task: a.Task, Transport: a.Transport, RequestedBy: a.RequestedBy,
 			CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, UsedBy: a.UsedBy}
+		if json.Valid([]byte(a.Inputs)) {
+			r.Inputs = json.RawMessage(a.Inputs)
+		} else {
+			r.InputsText = a.Inputs
+		}
 		if !a.ApprovedAt.IsZero() {
 			t := a.ApprovedAt
 			r.ApprovedAt = &t
@@ -183,7 +194,7 @@ func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCOMMAND\tTASK\tEXPIRES\tINPUTS")
 	for _, r := range rows {
-		inputs := safe(r.Inputs)
+		inputs := safe(string(r.Inputs) + r.InputsText)
 		if len(inputs) > 60 {
 			inputs = strings.ToValidUTF8(inputs[:57], "") + "..."
 		}

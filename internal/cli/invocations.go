@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rukh-cli/rukh/internal/core/invoke"
 	"github.com/rukh-cli/rukh/internal/core/store"
 	"github.com/spf13/cobra"
 )
@@ -78,7 +79,7 @@ func newInvocationsCmd(f *Factory) *cobra.Command {
 				{"id", r.ID}, {"command", r.Command}, {"release", r.Release}, {"wraps", r.Wraps}, {"revision", strconv.FormatUint(r.Revision, 10)},
 				{"via", r.Transport}, {"task", r.Task}, {"started", r.StartedAt.Format(time.RFC3339Nano)},
 				{"finished", formatTime(r.FinishedAt)}, {"outcome", r.Outcome}, {"reason", r.Reason},
-				{"exit status", strconv.Itoa(r.ExitStatus)}, {"detail", r.Detail},
+				{"exit status", r.exitStatusText()}, {"detail", r.Detail},
 				{"enforcement", r.Enforcement}, {"action", r.Action}, {"resource", r.Resource}, {"approval", r.ApprovalID},
 				{"subject", r.Subject}, {"issuer", r.Issuer},
 			} {
@@ -112,8 +113,15 @@ type invocationJSON struct {
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	Outcome    string     `json:"outcome,omitempty"`
 	Reason     string     `json:"reason,omitempty"`
-	ExitStatus int        `json:"exitStatus"`
-	Detail     string     `json:"detail,omitempty"`
+	// ExitStatus is the status the CLI exits with for this outcome
+	// (OutcomeStatus): what a CLI call ended with, 77 for a denial, which
+	// never ran the command; absent while the call runs.
+	// CommandExitStatus is the command's own status, when it exited with
+	// one that tells more: a command_failed command's, or a non-zero one
+	// of a call that ended otherwise (a cancelled command's).
+	ExitStatus        *int   `json:"exitStatus,omitempty"`
+	CommandExitStatus *int   `json:"commandExitStatus,omitempty"`
+	Detail            string `json:"detail,omitempty"`
 	// HostPID is the process that admitted the call and recorded it: the
 	// in-process core, rukhd, or `rukh mcp`.
 	HostPID int `json:"hostPid"`
@@ -140,15 +148,38 @@ func (r invocationJSON) caller() string {
 	return r.Subject + " (" + r.Issuer + ")"
 }
 
+// exitStatusText is the exit status line of `invocations show`: the
+// CLI's status, the command's own beside it when that differs, "-" while
+// the call runs.
+func (r invocationJSON) exitStatusText() string {
+	if r.ExitStatus == nil {
+		return "-"
+	}
+	text := strconv.Itoa(*r.ExitStatus)
+	if c := r.CommandExitStatus; c != nil && *c != *r.ExitStatus {
+		text += fmt.Sprintf(" (the command exited %d)", *c)
+	}
+	return text
+}
+
 func toInvocationJSON(inv *store.Invocation) invocationJSON {
 	r := invocationJSON{ID: inv.ID, Command: inv.Identity, Release: inv.Digest, Revision: inv.Revision,
 		Transport: inv.Transport, Task: inv.Task, StartedAt: inv.StartedAt, Outcome: inv.Outcome,
-		Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail, HostPID: inv.PID,
+		Reason: inv.Reason, Detail: inv.Detail, HostPID: inv.PID,
 		Enforcement: inv.Enforcement, Effects: inv.Effects, Action: inv.Attempt.Action, Resource: inv.Attempt.Resource,
 		ApprovalID: inv.Attempt.ApprovalID, Subject: inv.Subject, Issuer: inv.Issuer}
 	if !inv.FinishedAt.IsZero() {
 		t := inv.FinishedAt
 		r.FinishedAt = &t
+	}
+	if inv.Outcome != "" {
+		// The record keeps the command's own status (0 when it never
+		// ran); the CLI's is the outcome's, decided in the one place.
+		status := OutcomeStatus(&invoke.Outcome{Outcome: inv.Outcome, Reason: inv.Reason, ExitStatus: inv.ExitStatus})
+		r.ExitStatus = &status
+		if own := inv.ExitStatus; inv.Outcome == invoke.CommandFailed || own != 0 {
+			r.CommandExitStatus = &own
+		}
 	}
 	return r
 }

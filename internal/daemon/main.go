@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -80,17 +81,19 @@ func Main(o Options, args []string) int {
 	fds.MarkInherited()
 	name := o.Name
 	cliname.Set(name)
-	fs := flag.NewFlagSet(name+"d", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	idle := fs.Duration("idle-timeout", 0, "exit after this long with no client and nothing running (0: never)")
-	version := fs.Bool("version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		return exitcode.Usage
+	fs, idle, version := flags(name)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) || err == nil && fs.NArg() == 1 && fs.Arg(0) == "help" {
+		fmt.Print(Usage(name, fs))
+		return exitcode.OK
 	}
-	if fs.NArg() == 1 && fs.Arg(0) == "version" {
+	if err == nil && fs.NArg() == 1 && fs.Arg(0) == "version" {
 		*version = true
-	} else if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "%sd: unexpected argument %q\n", name, fs.Arg(0))
+	} else if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%sd: %v\nRun '%sd --help' for usage.\n", name, err, name)
 		return exitcode.Usage
 	}
 	if *version {
@@ -115,6 +118,66 @@ func Main(o Options, args []string) int {
 		return exitcode.TempFail
 	}
 	return exitcode.OK
+}
+
+// flags are the daemon's flags: --idle-timeout and --version (and, as
+// for every flag set, -h and --help).
+func flags(name string) (fs *flag.FlagSet, idle *time.Duration, version *bool) {
+	fs = flag.NewFlagSet(name+"d", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // Main says what was wrong, and Usage is asked for
+	fs.Usage = func() {}
+	idle = fs.Duration("idle-timeout", 0, "exit after this long with no client and nothing running (0: never)")
+	version = fs.Bool("version", false, "print the version and exit")
+	return fs, idle, version
+}
+
+// Usage is what `NAMEd --help` prints: what the core binary is, how it is
+// run, its flags (fs's, as Main parses them), the environment it reads,
+// and where the manual is. Everything is spelt from the CLI's name.
+func Usage(name string, fs *flag.FlagSet) string {
+	if fs == nil {
+		fs, _, _ = flags(name)
+	}
+	d, env := name+"d", paths.EnvPrefix(name)
+	var b strings.Builder
+	fmt.Fprintf(&b, `%[1]s is the core of %[2]s: its optional per-user daemon, which keeps the store
+open and the projection warm between commands, and the process a %[2]s
+command line runs in when no daemon serves it. People run %[2]s, not %[1]s.
+
+Usage:
+  %[1]s [--idle-timeout DURATION]   serve as the daemon (systemd's %[1]s.socket starts it)
+  %[1]s version                     print the build and exit
+  %[1]s %[3]s ARGS...               run one %[2]s command line in this process
+
+Flags:
+`, d, name, thin.CoreFlag)
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, text := flag.UnquoteUsage(f)
+		if arg == "" {
+			arg = strings.ToUpper(f.Name) // none for a bool
+		}
+		left := "--" + f.Name
+		if _, isBool := f.Value.(interface{ IsBoolFlag() bool }); !isBool {
+			left += " " + strings.ToUpper(arg)
+		}
+		fmt.Fprintf(&b, "  %-26s %s\n", left, text)
+	})
+	fmt.Fprintf(&b, "  %-26s %s\n", "-h, --help", "show this help and exit")
+	fmt.Fprintf(&b, `
+Environment:
+  %[3]s_HOME        every file under this directory (data/, config/, run/)
+  XDG_DATA_HOME, XDG_RUNTIME_DIR
+                   where the files are without %[3]s_HOME; the socket is
+                   $XDG_RUNTIME_DIR/%[2]s/%[1]s.sock
+  %[3]s_DAEMON=auto %[2]s starts %[1]s on first use (without systemd)
+  LISTEN_FDS, NOTIFY_SOCKET
+                   set by systemd: the socket to serve, where to say ready
+
+%[2]s daemon start|stop|status|restart manages it. Exit status: 0 on a clean
+stop, 2 on invalid arguments, 75 when another daemon answers or the store
+is locked or damaged. More: man %[1]s.
+`, d, name, env)
+	return b.String()
 }
 
 type exitError struct {

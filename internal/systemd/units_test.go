@@ -218,9 +218,9 @@ func verify(t *testing.T, sa, rukhd string, edit func(name, text string) string)
 		}
 		paths = append(paths, p)
 	}
-	// The man page (Documentation=man:rukh(1)) ships in the .deb; the
-	// packaging test verifies the installed units with it. Here it does
-	// not exist yet.
+	// The man page (Documentation=man:rukhd(1)) is not installed here:
+	// TestSourceInstall and the packaging test verify the installed units
+	// with it.
 	cmd := exec.Command(sa, append([]string{"verify", "--user", "--man=no"}, paths...)...)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run, "HOME="+filepath.Join(dir, "home"),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "home", ".config"), "SYSTEMD_LOG_COLOR=0")
@@ -411,4 +411,125 @@ func TestActivation(t *testing.T) {
 		}
 		run(t, args, func(*exec.Cmd) {})
 	})
+}
+
+// sourceInstall is the README's block that installs the units without
+// the package ("Without the package, install the units …").
+func sourceInstall(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "\nWithout the package, install the units")
+	if ok {
+		_, rest, ok = strings.Cut(rest, "\n```sh\n")
+	}
+	block, _, closed := strings.Cut(rest, "\n```\n")
+	if !ok || !closed || !strings.Contains(block, "~/.config/systemd/user") {
+		t.Fatalf("README.md has no sh block after \"Without the package, install the units\"")
+	}
+	return block
+}
+
+// TestSourceInstall runs the README's install of the units without the
+// package, as pasted, into a fresh home, and checks that `man` then finds
+// the page their Documentation= names and that `systemd-analyze verify
+// --user` accepts the installed units, man page check included: both
+// when ~/.local/bin is on PATH (man-db then reads ~/.local/share/man) and
+// with the MANPATH the README gives otherwise.
+func TestSourceInstall(t *testing.T) {
+	sa := systemdAnalyze(t)
+	if _, err := exec.LookPath("man"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("man is missing (%v): .ci/run installs lintian, which brings man-db", err)
+		}
+		t.Skipf("man is missing (%v); `apt-get install man-db` enables this test", err)
+	}
+	rukhd := buildRukhd(t)
+	block := sourceInstall(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		env     func(home string) []string
+		localOn bool // ~/.local/bin exists and is on PATH
+	}{
+		{"~/.local/bin on PATH", func(home string) []string {
+			return []string{"PATH=" + filepath.Join(home, ".local", "bin") + ":" + os.Getenv("PATH")}
+		}, true},
+		{"MANPATH", func(home string) []string {
+			return []string{"PATH=" + os.Getenv("PATH"), "MANPATH=" + filepath.Join(home, ".local", "share", "man") + ":"}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			home, run := filepath.Join(dir, "home"), filepath.Join(dir, "run")
+			for _, d := range []string{home, run} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.localOn {
+				if err := os.MkdirAll(filepath.Join(home, ".local", "bin"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var env []string
+			for _, kv := range os.Environ() {
+				if k, _, _ := strings.Cut(kv, "="); k != "MANPATH" && k != "PATH" && k != "HOME" && !strings.HasPrefix(k, "XDG_") {
+					env = append(env, kv)
+				}
+			}
+			env = append(append(env, "HOME="+home, "XDG_RUNTIME_DIR="+run, "SYSTEMD_LOG_COLOR=0"), tc.env(home)...)
+
+			sh := exec.Command("bash", "-euc", block)
+			sh.Dir, sh.Env = root, env
+			if out, err := sh.CombinedOutput(); err != nil {
+				t.Fatalf("the README's install block: %v\n%s\n%s", err, block, out)
+			}
+			man := exec.Command("man", "-w", "rukhd")
+			man.Env = env
+			if out, err := man.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), home+"/") {
+				t.Errorf("man -w rukhd after the install: %v %q, want a page under %s", err, out, home)
+			}
+
+			units := filepath.Join(home, ".config", "systemd", "user")
+			entries, err := os.ReadDir(units)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"verify", "--user"}
+			for _, e := range entries {
+				p := filepath.Join(units, e.Name())
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// ExecStart is the checkout's bin/rukhd, which make build
+				// makes: a freshly built one stands in for it.
+				text := strings.ReplaceAll(string(data), "ExecStart="+root+"/bin/rukhd ", "ExecStart="+rukhd+" ")
+				if e.Name() == "rukhd.service" && text == string(data) {
+					t.Fatalf("the installed rukhd.service does not run %s/bin/rukhd:\n%s", root, data)
+				}
+				if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, p)
+			}
+			if len(args) == 2 {
+				t.Fatalf("the README's install block installs no unit in %s", units)
+			}
+			cmd := exec.Command(sa, args...)
+			cmd.Env = append(env, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+			out, err := cmd.CombinedOutput()
+			if err != nil || strings.Contains(string(out), "rukhd") {
+				t.Errorf("systemd-analyze verify of the installed units: %v\n%s", err, out)
+			} else if len(out) > 0 {
+				t.Logf("systemd-analyze verify (not about the units): %s", out)
+			}
+		})
+	}
 }

@@ -13,10 +13,13 @@ import (
 var helperSource []byte
 
 // CFlags build the helper: static and freestanding (no libc, no dynamic
-// loader: nothing runs before its own code), warnings on.
+// loader: nothing runs before its own code), warnings on, and stripped
+// (-s: no symbol table, as the Go binaries are linked with -s -w;
+// -fno-ident: no .comment naming the compiler; the
+// .deb ships what make build gives).
 var CFlags = []string{
 	"-O2", "-Wall", "-Wextra", "-static", "-nostdlib", "-ffreestanding", "-fno-builtin",
-	"-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-pie", "-no-pie",
+	"-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-pie", "-no-pie", "-s", "-fno-ident",
 }
 
 // SourcePath is the helper's source in the repository.

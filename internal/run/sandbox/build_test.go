@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"debug/elf"
 	"errors"
 	"os"
 	"path/filepath"
@@ -55,5 +56,21 @@ func TestBuildSaysWhatToInstall(t *testing.T) {
 	var ce *sandbox.CompilerError
 	if err == nil || errors.As(err, &ce) || !strings.Contains(err.Error(), "internal compiler error") {
 		t.Errorf("a compiler that fails otherwise: %v; want its own output", err)
+	}
+}
+
+// TestBuildStripped checks that the helper Build gives (make build's, the
+// .deb's, an embedder's) is stripped: no symbol table and no debugging
+// sections, which lintian reports as unstripped-binary-or-object.
+func TestBuildStripped(t *testing.T) {
+	f, err := elf.Open(helper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_SYMTAB || strings.HasPrefix(s.Name, ".debug") {
+			t.Errorf("%s has section %s (%v): it is not stripped", helper, s.Name, s.Type)
+		}
 	}
 }

@@ -1,8 +1,13 @@
 // Command mkdeb builds the rukh Debian package with nfpm: /usr/bin/rukh and
-// /usr/bin/rukhd (static, CGO_ENABLED=0), the systemd user units of rukhd,
-// shell completions made by running the built `rukh completion SHELL`, and
-// gzipped man pages generated from the CLI's cobra tree. `make deb` runs it
-// from packaging/ and writes rukh_VERSION_ARCH.deb to the repository root.
+// /usr/bin/rukhd (static, CGO_ENABLED=0) and the enforcement helper
+// /usr/bin/rukh-sandbox (static, stripped), the systemd user units of rukhd,
+// shell completions made by running the built `rukh completion SHELL`,
+// gzipped man pages generated from the CLI's cobra tree beside the
+// hand-written ones (packaging/man), and /usr/share/doc/rukh: the
+// copyright file (DEP-5, with the license of every module linked in) and
+// the changelog. `make deb` runs it from packaging/ and writes
+// rukh_VERSION_ARCH.deb to the repository root; lintian finds nothing to
+// report on it but what packaging/lintian-overrides says is deliberate.
 //
 //	go run ./cmd/mkdeb [-root ..] [-o DIR] [-version V] [-stamp S] [-maintainer 'Name <email>']
 package main
@@ -156,6 +161,10 @@ func build(o options) (string, error) {
 		return "", err
 	}
 	rukh := filepath.Join(bin, name)
+	mods, err := linkedModules(module, name, gobuild.Env)
+	if err != nil {
+		return "", err
+	}
 
 	contents := files.Contents{}
 	add := func(src, dst string, mode fs.FileMode) {
@@ -209,6 +218,38 @@ func build(o options) (string, error) {
 	for _, p := range pages {
 		add(filepath.Join(man, p), "/usr/share/man/man1/"+p, 0o644)
 	}
+
+	// /usr/share/doc/NAME: the copyright file and the changelog, which
+	// Debian policy asks of every package (12.5, 12.7); and lintian's
+	// overrides, for what it reports that the package does on purpose.
+	docs := filepath.Join(work, "doc")
+	if err := os.Mkdir(docs, 0o755); err != nil {
+		return "", err
+	}
+	text, err := copyright(name, o.Version, mods)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(docs, "copyright"), []byte(text), 0o644); err != nil {
+		return "", err
+	}
+	add(filepath.Join(docs, "copyright"), "/usr/share/doc/"+name+"/copyright", 0o644)
+	log, err := gzipped([]byte(changelog(name, o.Version, o.Maintainer, gitDescribe(module), o.MTime)))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(docs, "changelog.gz"), log, 0o644); err != nil {
+		return "", err
+	}
+	add(filepath.Join(docs, "changelog.gz"), "/usr/share/doc/"+name+"/"+changelogName(o.Version), 0o644)
+	overrides, err := os.ReadFile(filepath.Join(root, "packaging", "lintian-overrides"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(docs, "overrides"), []byte(renamed(string(overrides), name)), 0o644); err != nil {
+		return "", err
+	}
+	add(filepath.Join(docs, "overrides"), "/usr/share/lintian/overrides/"+name, 0o644)
 
 	info := nfpm.WithDefaults(&nfpm.Info{
 		Name:          name,
@@ -267,8 +308,9 @@ func completion(rukh, name, shell, home, dst string) error {
 // command; extension commands are installed per user and are not in it.
 //
 // The pages in handwritten (rukh.1 with FILES, ENVIRONMENT and EXIT
-// STATUS; rukhd.1, which the units name) replace or join the generated
-// ones, with the version and date filled into their .TH line.
+// STATUS; rukhd.1, which the units name; rukh-sandbox.1, the enforcement
+// helper's) replace or join the generated ones, with the version and date
+// filled into their .TH line.
 func manPages(dir, handwritten, name, version string, date time.Time) ([]string, error) {
 	f := &cli.Factory{
 		Name:    name,
@@ -322,26 +364,58 @@ func manPages(dir, handwritten, name, version string, date time.Time) ([]string,
 		if err != nil {
 			return nil, err
 		}
-		// No name and no time in the gzip header: the same tree gives the
-		// same bytes.
-		var buf bytes.Buffer
-		zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		gz, err := gzipped(data)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := zw.Write(data); err != nil {
-			return nil, err
-		}
-		if err := zw.Close(); err != nil {
-			return nil, err
-		}
 		page := e.Name() + ".gz"
-		if err := os.WriteFile(filepath.Join(dir, page), buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, page), gz, 0o644); err != nil {
 			return nil, err
 		}
 		pages = append(pages, page)
 	}
 	return pages, nil
+}
+
+// gzipped is data compressed as gzip -9n does: the best compression, and
+// no name and no time in the header, so that the same tree gives the same
+// bytes.
+func gzipped(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// changelogName is the changelog's name in /usr/share/doc/NAME: a version
+// without a Debian revision (no "-", what debVersion gives) is a native
+// package's, whose changelog is changelog.gz; one with a revision (a
+// -version 1.2.3-1) has the upstream changelog apart, and this one is
+// changelog.Debian.gz (Debian policy 12.7).
+func changelogName(version string) string {
+	if strings.Contains(version, "-") {
+		return "changelog.Debian.gz"
+	}
+	return "changelog.gz"
+}
+
+// changelog is the package's changelog: one entry, for this version,
+// saying what it was built from, by the maintainer, at the package's time.
+func changelog(name, version, maintainer, describe string, date time.Time) string {
+	from := "sources without git"
+	if describe != "" {
+		from = "git describe " + describe
+	}
+	return fmt.Sprintf("%s (%s) unstable; urgency=medium\n\n  * Built by mkdeb from %s.\n\n -- %s  %s\n",
+		name, version, from, maintainer, date.UTC().Format(time.RFC1123Z))
 }
 
 // formatSuffixes follow "rukh" in the format identifiers, which keep it
@@ -391,13 +465,23 @@ func renamed(text, name string) string {
 // gitVersion is the Debian version of the checkout: debVersion of
 // `git describe --tags --always --dirty`, or 0.0.0~dev without git.
 func gitVersion(root string) string {
+	describe := gitDescribe(root)
+	if describe == "" {
+		return "0.0.0~dev"
+	}
+	return debVersion(describe)
+}
+
+// gitDescribe is `git describe --tags --always --dirty` of the checkout,
+// or "" without git.
+func gitDescribe(root string) string {
 	cmd := exec.Command("git", "describe", "--tags", "--always", "--dirty")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
-		return "0.0.0~dev"
+		return ""
 	}
-	return debVersion(strings.TrimSpace(string(out)))
+	return strings.TrimSpace(string(out))
 }
 
 var describeRE = regexp.MustCompile(`^v?([0-9]+(?:\.[0-9]+)+)(?:-([0-9A-Za-z.]+))?(?:-([0-9]+)-g([0-9a-f]+))?$`)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"debug/buildinfo"
 	"debug/elf"
 	"io"
 	"io/fs"
@@ -16,7 +17,9 @@ import (
 	"testing"
 
 	"github.com/rukh-cli/rukh/internal/cli"
+	"github.com/rukh-cli/rukh/internal/paths"
 	"github.com/rukh-cli/rukh/internal/systemd"
+	"github.com/rukh-cli/rukh/thin"
 	"github.com/spf13/cobra"
 )
 
@@ -120,16 +123,19 @@ func manPageNames(t *testing.T) []string {
 		}
 	}
 	walk(root)
-	names = append(names, "rukhd.1.gz") // hand-written (packaging/man), as rukh.1 is
+	names = append(names, "rukhd.1.gz", "rukh-sandbox.1.gz") // hand-written (packaging/man), as rukh.1 is
 	slices.Sort(names)
 	return names
 }
 
 // TestDeb builds the package as `make deb` does, unpacks it with dpkg-deb
 // and checks its control fields, its layout and modes, that its binaries
-// are static and run, that the units, completions and man pages are the
-// ones the tree gives, and that systemd-analyze verify accepts the
-// installed units with the installed man page (Documentation=man:rukh(1)).
+// are static, stripped and run, that the units, completions and man pages
+// are the ones the tree gives, that the copyright file and changelog are
+// there and valid, that lintian finds nothing (but what
+// packaging/lintian-overrides says is deliberate), and that
+// systemd-analyze verify accepts the installed units with the installed
+// man page (Documentation=man:rukhd(1)).
 func TestDeb(t *testing.T) {
 	dpkgDeb := need(t, "dpkg-deb", "dpkg")
 	root := filepath.Join("..", "..", "..")
@@ -243,6 +249,9 @@ func TestDeb(t *testing.T) {
 		"/usr/share/bash-completion/completions/rukh":    0o644,
 		"/usr/share/zsh/vendor-completions/_rukh":        0o644,
 		"/usr/share/fish/vendor_completions.d/rukh.fish": 0o644,
+		"/usr/share/doc/rukh/copyright":                  0o644,
+		"/usr/share/doc/rukh/changelog.gz":               0o644, // a native package's: the version has no revision
+		"/usr/share/lintian/overrides/rukh":              0o644,
 	}
 	pages := manPageNames(t)
 	for _, p := range pages {
@@ -294,6 +303,11 @@ func TestDeb(t *testing.T) {
 			for _, p := range f.Progs {
 				if p.Type == elf.PT_INTERP {
 					t.Errorf("/usr/bin/%s is dynamically linked; the package declares no Depends", name)
+				}
+			}
+			for _, s := range f.Sections {
+				if s.Type == elf.SHT_SYMTAB || strings.HasPrefix(s.Name, ".debug") {
+					t.Errorf("/usr/bin/%s has section %s: it is not stripped", name, s.Name)
 				}
 			}
 			f.Close()
@@ -359,7 +373,34 @@ func TestDeb(t *testing.T) {
 					}
 				}
 			}
+			if p == "rukh-sandbox.1.gz" {
+				for _, sect := range []string{".SH DESCRIPTION", ".SH OPTIONS", ".SH EXIT STATUS", ".SH SEE ALSO"} {
+					if !bytes.Contains(page, []byte(sect)) {
+						t.Errorf("%s has no %s section", p, sect)
+					}
+				}
+			}
+			if p == "rukh.1.gz" {
+				env := section(string(page), "ENVIRONMENT")
+				for _, v := range []string{paths.HomeEnv("rukh"), thin.AutoStartEnv("rukh")} {
+					if !strings.Contains(env, "\n.B "+v+"\n") {
+						t.Errorf("rukh.1's ENVIRONMENT does not document %s:\n%s", v, env)
+					}
+				}
+			}
 		}
+	})
+
+	t.Run("copyright", func(t *testing.T) {
+		checkCopyright(t, string(file("usr/share/doc/rukh/copyright")), filepath.Join(dir, "usr", "bin"), []string{"rukh", "rukhd"})
+	})
+
+	t.Run("changelog", func(t *testing.T) {
+		checkChangelog(t, file("usr/share/doc/rukh/changelog.gz"), "rukh", version)
+	})
+
+	t.Run("lintian", func(t *testing.T) {
+		checkLintian(t, deb)
 	})
 
 	t.Run("systemd-analyze verify", func(t *testing.T) {
@@ -367,7 +408,7 @@ func TestDeb(t *testing.T) {
 		args := []string{"verify", "--user"}
 		if _, err := exec.LookPath("man"); err != nil {
 			// verify runs man for Documentation=; without man-db it cannot.
-			t.Logf("man is missing: not checking Documentation=man:rukh(1)")
+			t.Logf("man is missing: not checking Documentation=man:rukhd(1)")
 			args = append(args, "--man=no")
 		}
 		tmp := t.TempDir()
@@ -399,17 +440,19 @@ func TestDeb(t *testing.T) {
 }
 
 // TestDebEmbedder builds the package of the example embedder acme
-// (examples/acme, -name acme -module): its binaries, units, completions
-// and man pages are acme's, and nothing it installs names rukh, in a path
-// or in a text, format identifiers aside.
+// (examples/acme, -name acme -module), at a version with a Debian
+// revision: its binaries, units, completions and man pages are acme's,
+// nothing it installs names rukh, in a path or in a text, format
+// identifiers and the copyright file aside, its changelog is
+// changelog.Debian.gz, and lintian reports nothing on it.
 func TestDebEmbedder(t *testing.T) {
 	dpkgDeb := need(t, "dpkg-deb", "dpkg")
 	root := filepath.Join("..", "..", "..")
-	deb, err := build(options{Root: root, Name: "acme", Module: filepath.Join(root, "examples", "acme"), OutDir: t.TempDir(), Version: "1.2.0", Stamp: "0123456789abcdef"})
+	deb, err := build(options{Root: root, Name: "acme", Module: filepath.Join(root, "examples", "acme"), OutDir: t.TempDir(), Version: "1.2.0-1", Stamp: "0123456789abcdef"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "acme_1.2.0_" + debArch() + ".deb"; filepath.Base(deb) != want {
+	if want := "acme_1.2.0-1_" + debArch() + ".deb"; filepath.Base(deb) != want {
 		t.Errorf("package file %s, want %s", filepath.Base(deb), want)
 	}
 	control, err := exec.Command(dpkgDeb, "-I", deb, "control").Output()
@@ -450,7 +493,7 @@ func TestDebEmbedder(t *testing.T) {
 				return err
 			}
 		}
-		if n := rukhsIn(string(data)); n > 0 {
+		if n := rukhsIn(string(data)); n > 0 && rel != "/usr/share/doc/acme/copyright" { // which names the modules linked in, rukh's among them
 			t.Errorf("%s names rukh %d times", rel, n)
 		}
 		return nil
@@ -460,7 +503,9 @@ func TestDebEmbedder(t *testing.T) {
 	}
 	for _, want := range []string{"/usr/bin/acme", "/usr/bin/acmed", "/usr/bin/acme-sandbox",
 		"/usr/lib/systemd/user/acmed.socket", "/usr/lib/systemd/user/acmed.service", "/usr/lib/systemd/user/acme-mcp-http@.service",
-		"/usr/share/bash-completion/completions/acme", "/usr/share/man/man1/acme.1.gz", "/usr/share/man/man1/acmed.1.gz"} {
+		"/usr/share/bash-completion/completions/acme", "/usr/share/man/man1/acme.1.gz", "/usr/share/man/man1/acmed.1.gz",
+		"/usr/share/man/man1/acme-sandbox.1.gz", "/usr/share/doc/acme/copyright", "/usr/share/doc/acme/changelog.Debian.gz", // a version with a revision
+		"/usr/share/lintian/overrides/acme"} {
 		if !slices.Contains(paths, want) {
 			t.Errorf("the package has no %s; it has %v", want, paths)
 		}
@@ -468,6 +513,150 @@ func TestDebEmbedder(t *testing.T) {
 	out, err := exec.Command(filepath.Join(dir, "usr", "bin", "acme"), "version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "acme ") {
 		t.Errorf("the packaged acme version: %v\n%s", err, out)
+	}
+	read := func(rel string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(read("usr/share/man/man1/acme.1.gz")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := section(string(page), "ENVIRONMENT"); !strings.Contains(env, "\n.B ACME_DAEMON\n") || !strings.Contains(env, "\n.B ACME_HOME\n") {
+		t.Errorf("acme.1's ENVIRONMENT does not document ACME_DAEMON and ACME_HOME:\n%s", env)
+	}
+	checkCopyright(t, string(read("usr/share/doc/acme/copyright")), filepath.Join(dir, "usr", "bin"), []string{"acme", "acmed"})
+	checkChangelog(t, read("usr/share/doc/acme/changelog.Debian.gz"), "acme", "1.2.0-1")
+	checkLintian(t, deb)
+}
+
+// section is the text of a man page's section, from its .SH line to the
+// next one.
+func section(page, name string) string {
+	_, rest, ok := strings.Cut(page, "\n.SH "+name+"\n")
+	if !ok {
+		return ""
+	}
+	body, _, _ := strings.Cut(rest, "\n.SH ")
+	return "\n" + body + "\n"
+}
+
+// checkCopyright checks a package's copyright file: the machine-readable
+// format (DEP-5) with its Format line, a Files: * paragraph for the CLI's
+// own code, and a paragraph with a Copyright and a License for Go's
+// standard library and for every module linked into the binaries, as
+// their build information lists them (not as mkdeb's go list did).
+func checkCopyright(t *testing.T, text, bin string, binaries []string) {
+	t.Helper()
+	paras := strings.Split(text, "\n\n")
+	if !strings.HasPrefix(paras[0], "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n") {
+		t.Errorf("copyright: not the machine-readable format:\n%.200s", text)
+	}
+	files := map[string]map[string]string{} // Files → field → value
+	for _, p := range paras[1:] {
+		fields := map[string]string{}
+		var last string
+		for _, line := range strings.Split(strings.TrimSpace(p), "\n") {
+			if strings.HasPrefix(line, " ") {
+				fields[last] += "\n" + line[1:]
+				continue
+			}
+			k, v, ok := strings.Cut(line, ": ")
+			if !ok {
+				t.Fatalf("copyright: bad line %q in\n%s", line, p)
+			}
+			fields[k], last = v, k
+		}
+		if fields["Copyright"] == "" || fields["License"] == "" {
+			t.Errorf("copyright: a paragraph without Copyright or License:\n%s", p)
+		}
+		files[fields["Files"]] = fields
+	}
+	if files["*"] == nil {
+		t.Errorf("copyright: no Files: * paragraph for the CLI's own code")
+	}
+	want := map[string]bool{}
+	for _, b := range binaries {
+		info, err := buildinfo.ReadFile(filepath.Join(bin, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want["std@"+info.GoVersion+"/*"] = true
+		for _, d := range info.Deps {
+			if d.Replace != nil && !strings.HasPrefix(d.Replace.Path, ".") && !strings.HasPrefix(d.Replace.Path, "/") { // not a directory
+				want[d.Replace.Path+"@"+d.Replace.Version+"/*"] = true
+			} else {
+				want[d.Path+"@"+d.Version+"/*"] = true
+			}
+		}
+	}
+	for f := range want {
+		if files[f] == nil {
+			t.Errorf("copyright: no paragraph Files: %s, a module linked into %v", f, binaries)
+		}
+	}
+	if v := files["github.com/modelcontextprotocol/go-sdk@v1.8.0/*"]; v != nil && !strings.HasPrefix(v["License"], "Apache-2.0 and MIT\n") {
+		t.Errorf("copyright: the MCP Go SDK's License: %.40q, want Apache-2.0 and MIT", v["License"])
+	}
+}
+
+// checkChangelog checks a package's gzipped changelog: compressed as
+// gzip -9n (the best compression, no name, no time), and one entry for
+// the package's version that dpkg-parsechangelog reads.
+func checkChangelog(t *testing.T, gz []byte, name, version string) {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zr.Name != "" || !zr.ModTime.IsZero() || len(gz) < 10 || gz[8] != 2 {
+		t.Errorf("changelog: gzip header with name %q, time %v, XFL %d; want gzip -9n's", zr.Name, zr.ModTime, gz[8])
+	}
+	cmd := exec.Command(need(t, "dpkg-parsechangelog", "dpkg-dev"), "-l", "-")
+	cmd.Stdin = bytes.NewReader(text)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("dpkg-parsechangelog: %v\n%s\n%s", err, out, text)
+	}
+	for _, f := range []string{"Source: " + name, "Version: " + version, "Distribution: unstable", "Maintainer: "} {
+		if !strings.Contains(string(out), "\n"+f) && !strings.HasPrefix(string(out), f) {
+			t.Errorf("dpkg-parsechangelog: no %q in\n%s", f, out)
+		}
+	}
+	if bytes.Contains(out, []byte("warning")) {
+		t.Errorf("dpkg-parsechangelog warns:\n%s", out)
+	}
+}
+
+// checkLintian runs lintian on the package and fails on every error and
+// warning it reports: what the package does on purpose is overridden in
+// packaging/lintian-overrides, which says why.
+func checkLintian(t *testing.T, deb string) {
+	t.Helper()
+	cmd := exec.Command(need(t, "lintian", "lintian"), "--tag-display-limit", "0", deb)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var tags []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "E: ") || strings.HasPrefix(line, "W: ") {
+			tags = append(tags, line)
+		}
+	}
+	if len(tags) > 0 || err != nil {
+		t.Errorf("lintian %s: %v\n%s\n%s", filepath.Base(deb), err, strings.Join(tags, "\n"), stderr.Bytes())
 	}
 }
 
