@@ -42,16 +42,7 @@ type greetHTTP struct {
 
 func newGreetHTTP(t *testing.T, h *testHost) *greetHTTP {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("examples/greet needs python3 (%v): .ci/run installs it", err)
-		}
-		t.Skipf("examples/greet needs python3: %v", err)
-	}
-	rel, err := filepath.Abs(filepath.Join("..", "examples", "greet"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel := greetRelease(t)
 	dir := testhome.TempDir(t)
 	g := &greetHTTP{dir: dir, home: filepath.Join(dir, "home"), issuer: newLocalIssuer(t, dir), rukh: h.Rukh}
 	a := testhome.InstallPinned(t, filepath.Join(g.home, "data"), rel)

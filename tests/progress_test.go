@@ -16,16 +16,10 @@ import (
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
-// TestGreetProgressOverMCP is the progress example of docs/extensions.md
-// end to end: the real examples/greet release, installed pinned and
-// exposed by a profile, called as an MCP tool through a real
-// `rukh mcp` process by the go-sdk client with a progress token. The
-// greet program sends one progress frame per greeting before its report;
-// each must arrive as exactly one notifications/progress with the call's
-// token, progress = done, total = times and message "greeting", and the
-// result must be the greeting text. Through rukhd too (forEachHost): the
-// daemon sends each frame back as a Progress event.
-func TestGreetProgressOverMCP(t *testing.T) {
+// greetRelease is the path of examples/greet, whose program needs
+// python3: without it the test is skipped, except in CI.
+func greetRelease(t *testing.T) string {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("examples/greet needs python3 (%v): .ci/run installs it", err)
@@ -36,6 +30,20 @@ func TestGreetProgressOverMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rel
+}
+
+// TestGreetProgressOverMCP is the progress example of docs/extensions.md
+// end to end: the real examples/greet release, installed pinned and
+// exposed by a profile, called as an MCP tool through a real
+// `rukh mcp` process by the go-sdk client with a progress token. The
+// greet program sends one progress frame per greeting before its report;
+// each must arrive as exactly one notifications/progress with the call's
+// token, progress = done, total = times and message "greeting", and the
+// result must be the greeting text. Through rukhd too (forEachHost): the
+// daemon sends each frame back as a Progress event.
+func TestGreetProgressOverMCP(t *testing.T) {
+	rel := greetRelease(t)
 	forEachHost(t, func(t *testing.T, h *testHost) {
 		dir := testhome.TempDir(t)
 		home := filepath.Join(dir, "home")
