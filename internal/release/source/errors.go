@@ -81,7 +81,11 @@ type DigestError struct {
 }
 
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("%s has digest %s (%d bytes), not %s: it was truncated or substituted on the way; nothing of it is used", e.What, e.Got, e.Size, e.Want)
+	size := ""
+	if e.Size >= 0 {
+		size = fmt.Sprintf(" (%d bytes)", e.Size)
+	}
+	return fmt.Sprintf("%s has digest %s%s, not %s: it was truncated or substituted on the way; nothing of it is used", e.What, e.Got, size, e.Want)
 }
 
 // NotReleaseError: the manifest is not one of a Rukh release.

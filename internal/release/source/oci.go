@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -144,6 +145,8 @@ func (c *Client) netError(ctx context.Context, host, what string, err error) err
 			return ae
 		}
 		return nf
+	case errors.Is(err, auth.ErrBasicCredentialNotFound):
+		return &AuthError{Status: http.StatusUnauthorized, Host: host, Tried: c.triedFor(host)}
 	case errors.As(err, &er) && (er.StatusCode == http.StatusUnauthorized || er.StatusCode == http.StatusForbidden):
 		return &AuthError{Status: er.StatusCode, Host: host, Tried: c.triedFor(host)}
 	case errors.As(err, &er) && er.StatusCode == http.StatusNotFound, errors.Is(err, errdef.ErrNotFound):
@@ -207,6 +210,10 @@ func (c *Client) Resolve(ctx context.Context, ref *Ref) (string, map[string]stri
 	return m.digest, m.Annotations, nil
 }
 
+// receivedDigest finds the digest a registry answered in oras-go's
+// "digest mismatch in Docker-Content-Digest" error.
+var receivedDigest = regexp.MustCompile(`digest mismatch in Docker-Content-Digest: received "(sha256:[0-9a-f]{64})"`)
+
 type releaseManifest struct {
 	ocispec.Manifest
 	digest string
@@ -218,6 +225,9 @@ func (c *Client) manifest(ctx context.Context, repo *remote.Repository, ref *Ref
 	what := "the manifest"
 	desc, err := repo.Resolve(ctx, ref.reference())
 	if err != nil {
+		if m := receivedDigest.FindStringSubmatch(err.Error()); m != nil && ref.Digest != "" {
+			return desc, nil, &DigestError{What: what, Want: ref.Digest, Got: m[1], Size: -1}
+		}
 		return desc, nil, c.netError(ctx, ref.Registry, what, err)
 	}
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
