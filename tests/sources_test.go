@@ -284,8 +284,8 @@ func (e *sourceEnv) active(pkg string) listedRelease {
 
 type outdated struct {
 	Package, Installed, Source, Resolved, Latest, Next string
-	Upgrade, Fixed                                    bool
-	Error                                             string
+	Upgrade, Fixed                                     bool
+	Error                                              string
 }
 
 func (e *sourceEnv) outdated(args ...string) []outdated {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/rukh-cli/rukh/internal/release/trust"
 )
 
 // fakeRegistry serves the distribution API for one repository, acme/x,
@@ -406,5 +407,16 @@ func TestParse(t *testing.T) {
 		case tc.err == "" && (err != nil || r.String() != tc.want):
 			t.Errorf("Parse(%q) = %v, %v; want %s", tc.in, r, err, tc.want)
 		}
+	}
+}
+
+// TestArchiveLimitHoldsARelease: every archive trust accepts unpacked
+// fits MaxArchiveBytes (gzip adds a few bytes per 32 KiB block at worst,
+// tar 512 bytes of header per entry).
+func TestArchiveLimitHoldsARelease(t *testing.T) {
+	worst := int64(trust.MaxTotalBytes+trust.MaxManifestBytes+trust.MaxSignatureBytes) + (2*trust.MaxFiles+4)*1024
+	worst += worst / 1000
+	if MaxArchiveBytes < worst {
+		t.Errorf("MaxArchiveBytes %d is less than the largest release archive, about %d bytes", MaxArchiveBytes, worst)
 	}
 }
