@@ -32,6 +32,31 @@ done
 step rukh ext list
 step rukh trust list
 
+# Releases from where a team keeps them: an OCI registry (here Debian's
+# docker-registry on 127.0.0.1, plain HTTP on loopback) when it is installed.
+if command -v docker-registry >/dev/null; then
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	mkdir -p "$RUKH_HOME/registry"
+	printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+		"$RUKH_HOME/registry/data" "$port" >"$RUKH_HOME/registry/config.yml"
+	docker-registry serve "$RUKH_HOME/registry/config.yml" >"$RUKH_HOME/registry/log" 2>&1 &
+	registry=$!
+	trap 'kill $registry 2>/dev/null || true' EXIT
+	ready() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "http://127.0.0.1:$port/v2/" 2>/dev/null; }
+	for _ in $(seq 100); do ready && break; sleep 0.1; done
+	ready || { echo "docker-registry did not answer on 127.0.0.1:$port within 10 s:" >&2; cat "$RUKH_HOME/registry/log" >&2; exit 1; }
+	export DOCKER_CONFIG="$RUKH_HOME/docker" # no credentials: the registry wants none
+	step rukh ext publish "$RUKH_HOME/greet.tar.gz" "oci://127.0.0.1:$port/acme/greet:0.1.0"
+	step rukh ext remove acme.greet
+	step rukh ext install "oci://127.0.0.1:$port/acme/greet:0.1.0"
+	step rukh ext list
+	step rukh ext outdated
+	kill "$registry" && wait "$registry" 2>/dev/null || true
+	trap - EXIT
+else
+	echo "(docker-registry is not installed: skipping publishing to and installing from a registry)"
+fi
+
 # A person runs the commands: typed flags, text or JSON results, exit codes.
 step rukh --help
 step rukh greet Ana -n 2

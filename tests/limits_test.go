@@ -19,6 +19,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 	"github.com/rukh-cli/rukh/internal/release/extproto"
 	"github.com/rukh-cli/rukh/internal/release/resultschema"
+	"github.com/rukh-cli/rukh/internal/release/source"
 	"github.com/rukh-cli/rukh/internal/release/trust"
 	"github.com/rukh-cli/rukh/internal/release/values"
 	"github.com/rukh-cli/rukh/internal/testhome"
@@ -121,6 +122,12 @@ func TestLimitsDocumented(t *testing.T) {
 		{"trust", "MaxPathBytes", count(trust.MaxPathBytes)},
 		{"trust", "MaxKeyFileBytes", size(trust.MaxKeyFileBytes)},
 		{"trust", "MaxIgnoreBytes", size(trust.MaxIgnoreBytes)},
+		{"source", "MaxManifestBytes", size(source.MaxManifestBytes)},
+		{"source", "MaxArchiveBytes", size(source.MaxArchiveBytes)},
+		{"source", "MaxTagPages", count(source.MaxTagPages)},
+		{"source", "MaxRedirects", count(source.MaxRedirects)},
+		{"source", "DefaultTimeout", dur(source.DefaultTimeout)},
+		{"source", "MaxTimeout", dur(source.MaxTimeout)},
 		{"mcpconfig", "MaxFileBytes", size(mcpconfig.MaxFileBytes)},
 		{"mcpconfig", "MaxBackups", count(mcpconfig.MaxBackups)},
 		{"mcphttp", "MaxConnections", count(mcphttp.MaxConnections)},

@@ -13,6 +13,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/admin"
 	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
+	"github.com/rukh-cli/rukh/internal/release/source"
 	"github.com/rukh-cli/rukh/internal/release/trust"
 	"github.com/spf13/cobra"
 )
@@ -88,14 +89,21 @@ func reportDescriptorErrors(f *Factory, what string, err error) error {
 
 func newExtInstallCmd(f *Factory) *cobra.Command {
 	var pin, newPublisher string
+	var sf sourceFlags
 	cmd := &cobra.Command{
-		Use:   "install FILE|DIR [--pin sha256:HEX] [--new-publisher NAME]",
+		Use:   "install FILE|DIR|oci://HOST/REPO:TAG|oci://HOST/REPO@sha256:HEX|https://…/NAME.tar.gz [--pin sha256:HEX] [--new-publisher NAME]",
 		Short: "Verify, install and activate a release",
 		Long: `Verify a release archive or directory and install and activate it as one
 new profile revision. It is accepted only when it is signed by a trusted key
-of its publisher, or when --pin names its exact digest (local development).`,
+of its publisher, or when --pin names its exact digest (local development).
+A release can also be fetched from an OCI registry (oci://HOST/REPO:TAG, or
+@sha256:HEX for exactly that manifest) or an https URL, and is then verified
+the same way; the source is kept with it for ` + "`ext outdated`" + ` and ` + "`ext upgrade`" + `.`,
 		Args: exactArgs(1, "ext install takes a release archive or directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if source.IsSource(args[0]) {
+				return installSource(cmd, f, args[0], pin, admin.InstallOptions{NewPublisher: newPublisher}, &sf)
+			}
 			h, err := f.Host()
 			if err != nil {
 				return err
@@ -104,30 +112,36 @@ of its publisher, or when --pin names its exact digest (local development).`,
 			if err != nil {
 				return reportDescriptorErrors(f, args[0], err)
 			}
-			r := res.Release
-			what := fmt.Sprintf("installed %s %s (%s)", r.Package, r.Version, r.Digest)
-			switch {
-			case res.NowSigned:
-				what = fmt.Sprintf("%s %s is already installed (%s), pinned; it is now trusted as signed by %s key %s", r.Package, r.Version, r.Digest, r.Publisher, r.SignedBy)
-			case res.AlreadyInstalled:
-				what = fmt.Sprintf("%s %s is already installed (%s)", r.Package, r.Version, r.Digest)
-			}
-			printChange(f, res.Result, what)
-			if res.Bound && res.PreviousPublisher != "" {
-				fmt.Fprintf(f.IO.ErrOut, "%s now belongs to publisher %q instead of %q\n", r.Package, r.Publisher, res.PreviousPublisher)
-			}
-			if res.Bound && len(res.Inherits) > 0 {
-				fmt.Fprintf(f.IO.ErrOut, "%s of %q inherits these rules of the profile:\n", r.Package, r.Publisher)
-				for _, rule := range res.Inherits {
-					fmt.Fprintf(f.IO.ErrOut, "  %s\n", rule)
-				}
-			}
+			printInstalled(f, res)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&pin, "pin", "", "accept this exact release digest even if unsigned (sha256:HEX)")
 	cmd.Flags().StringVar(&newPublisher, "new-publisher", "", "let this release's publisher take over a package name that another publisher holds")
+	sf.add(cmd)
 	return cmd
+}
+
+// printInstalled says what an install did, on stderr.
+func printInstalled(f *Factory, res *admin.InstallResult) {
+	r := res.Release
+	what := fmt.Sprintf("installed %s %s (%s)", r.Package, r.Version, r.Digest)
+	switch {
+	case res.NowSigned:
+		what = fmt.Sprintf("%s %s is already installed (%s), pinned; it is now trusted as signed by %s key %s", r.Package, r.Version, r.Digest, r.Publisher, r.SignedBy)
+	case res.AlreadyInstalled:
+		what = fmt.Sprintf("%s %s is already installed (%s)", r.Package, r.Version, r.Digest)
+	}
+	printChange(f, res.Result, what)
+	if res.Bound && res.PreviousPublisher != "" {
+		fmt.Fprintf(f.IO.ErrOut, "%s now belongs to publisher %q instead of %q\n", r.Package, r.Publisher, res.PreviousPublisher)
+	}
+	if res.Bound && len(res.Inherits) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "%s of %q inherits these rules of the profile:\n", r.Package, r.Publisher)
+		for _, rule := range res.Inherits {
+			fmt.Fprintf(f.IO.ErrOut, "  %s\n", rule)
+		}
+	}
 }
 
 type releaseJSON struct {
@@ -144,6 +158,15 @@ type releaseJSON struct {
 	// installed (the row has no version, digest or dir): another
 	// publisher's release of it is refused without --new-publisher.
 	Held bool `json:"held,omitempty"`
+	// Source is where the release was fetched from (`ext install
+	// oci://…|https://…`), with the digest fetched; absent for a local one.
+	Source *sourceJSON `json:"source,omitempty"`
+}
+
+type sourceJSON struct {
+	Ref      string `json:"ref"`
+	Resolved string `json:"resolved"`
+	Fixed    bool   `json:"fixed"`
 }
 
 // heldRows are the names held with no release installed.
@@ -170,7 +193,11 @@ func releaseRows(st *admin.State) []releaseJSON {
 	}
 	rows := []releaseJSON{}
 	for _, r := range st.Releases {
-		rows = append(rows, releaseJSON{r.Package, r.Version, r.Publisher, r.Digest, active[r.Digest], r.SignedBy, r.Pinned, r.InstalledAt, r.Dir, false})
+		row := releaseJSON{r.Package, r.Version, r.Publisher, r.Digest, active[r.Digest], r.SignedBy, r.Pinned, r.InstalledAt, r.Dir, false, nil}
+		if s := r.Source; s != nil {
+			row.Source = &sourceJSON{s.Ref, s.Resolved, s.Fixed}
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }
@@ -198,7 +225,22 @@ func newExtListCmd(f *Factory) *cobra.Command {
 				}
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PACKAGE\tVERSION\tACTIVE\tTRUST\tDIGEST")
+			// The SOURCE column only when a release has one.
+			sourced := slices.ContainsFunc(rows, func(r releaseJSON) bool { return r.Source != nil })
+			src := func(r releaseJSON) string {
+				switch {
+				case !sourced:
+					return ""
+				case r.Source == nil:
+					return "\t-"
+				}
+				return "\t" + r.Source.Ref
+			}
+			if sourced {
+				fmt.Fprintln(tw, "PACKAGE\tVERSION\tACTIVE\tTRUST\tDIGEST\tSOURCE")
+			} else {
+				fmt.Fprintln(tw, "PACKAGE\tVERSION\tACTIVE\tTRUST\tDIGEST")
+			}
 			for _, r := range rows {
 				act := "-"
 				if r.Active {
@@ -208,7 +250,7 @@ func newExtListCmd(f *Factory) *cobra.Command {
 				if r.Pinned {
 					how = "pinned"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Package, r.Version, act, how, shortDigest(r.Digest))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", r.Package, r.Version, act, how, shortDigest(r.Digest), src(r))
 			}
 			for _, r := range held {
 				fmt.Fprintf(tw, "%s\t-\t-\theld for %s\t-\n", r.Package, r.Publisher)

@@ -27,3 +27,19 @@ func TestAdministrativeFence(t *testing.T) {
 		t.Fatalf("only %d built-ins found; the walk is broken", len(root.Commands()))
 	}
 }
+
+// TestSourceCommandsAreFenced: the release-source commands are built-ins
+// under ext (a reserved word), so no profile can make them tools, and
+// building the tree for a listing runs none of them.
+func TestSourceCommandsAreFenced(t *testing.T) {
+	root := NewRoot(&Factory{Name: "rukh"})
+	for _, path := range [][]string{{"ext", "publish"}, {"ext", "install"}, {"ext", "outdated"}, {"ext", "upgrade"}} {
+		c, _, err := root.Find(path)
+		if err != nil || c.Name() != path[1] || c.Parent().Name() != "ext" {
+			t.Errorf("rukh %v: %v", path, err)
+		}
+	}
+	if !slices.Contains(descriptor.ReservedWords, "ext") {
+		t.Error("ext is not a reserved word")
+	}
+}

@@ -56,6 +56,15 @@ type InstallOptions struct {
 	// NewPublisher lets a release of this publisher take over a package
 	// name that another publisher holds (PublisherChangeError).
 	NewPublisher string
+	// Source, when set, is recorded with the release: where it was
+	// fetched from (`ext install oci://…`). Installing a release that is
+	// installed already records the new source on it.
+	Source *store.Source
+	// Check, when set, is asked about the verified release before
+	// anything is written (an upgrade requires the same package and a
+	// newer version; a registry's annotations must match it); its error
+	// refuses the install.
+	Check func(d *descriptor.Descriptor) error
 	// builtin: the core's own release of its built-in commands
 	// (EnsureBuiltins), the only one that may have the CLI's name.
 	builtin bool
@@ -192,12 +201,18 @@ func (a *Admin) prepareInstall(ctx context.Context, src, pin string, opts Instal
 	pi.final = a.releaseDir(pi.digest)
 	d := rel.Descriptor
 	pi.d = d
+	if opts.Check != nil {
+		if err := opts.Check(d); err != nil {
+			return nil, err
+		}
+	}
 	if d.Package == cliname.Name() && !opts.builtin || d.Package == wrapper.Package && !opts.wrappers {
 		return nil, &ReservedError{Package: d.Package}
 	}
 	pi.record = &store.Release{
 		Digest: pi.digest, Package: d.Package, Version: d.Version, Publisher: d.Publisher,
 		Dir: pi.final, Pinned: rel.Key == nil, InstalledAt: a.Now().UTC(), InstalledBy: a.UID,
+		Source: opts.Source,
 	}
 	if rel.Key != nil {
 		pi.record.SignedBy = rel.Key.ID()
@@ -252,20 +267,27 @@ func (pi *pendingInstall) apply(ctx context.Context, tx *store.Tx, c *Candidate)
 			return err
 		}
 	}
-	switch {
-	case pi.existing == nil:
+	if pi.existing == nil {
 		if err := tx.PutRelease(record); err != nil {
 			return err
 		}
-	case pi.existing.Pinned && !record.Pinned:
-		// Pinned first, now signed: the same files, now trusted by
-		// their publisher's key.
-		signed := *pi.existing
-		signed.Pinned, signed.SignedBy = false, record.SignedBy
-		if err := tx.PutRelease(&signed); err != nil {
-			return err
+	} else {
+		again, changed := *pi.existing, false
+		if pi.existing.Pinned && !record.Pinned {
+			// Pinned first, now signed: the same files, now trusted by
+			// their publisher's key.
+			again.Pinned, again.SignedBy = false, record.SignedBy
+			changed, pi.nowSigned = true, true
 		}
-		pi.existing, pi.nowSigned = &signed, true
+		if record.Source != nil && (again.Source == nil || *again.Source != *record.Source) {
+			again.Source, changed = record.Source, true
+		}
+		if changed {
+			if err := tx.PutRelease(&again); err != nil {
+				return err
+			}
+			pi.existing = &again
+		}
 	}
 	c.Packages[d.Package] = store.ActivePackage{Package: d.Package, Version: d.Version, Digest: digest}
 	return ctx.Err() // stopped now: rolled back, the copy undone

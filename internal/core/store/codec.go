@@ -59,6 +59,15 @@ type releaseRec struct {
 	InstalledAt int64  `cbor:"7,keyasint"`
 	InstalledBy int    `cbor:"8,keyasint"`
 	Descriptor  []byte `cbor:"9,keyasint"`
+	// Source: where the release was fetched from (schema version 3).
+	Source *sourceRec `cbor:"10,keyasint,omitempty"`
+}
+
+type sourceRec struct {
+	Ref       string `cbor:"1,keyasint"`
+	Resolved  string `cbor:"2,keyasint"`
+	Fixed     bool   `cbor:"3,keyasint,omitempty"`
+	PlainHTTP bool   `cbor:"4,keyasint,omitempty"`
 }
 
 type keyRec struct {

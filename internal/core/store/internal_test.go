@@ -34,6 +34,9 @@ func TestRecordEncodingIsPinned(t *testing.T) {
 	}{
 		{"release", &releaseRec{Package: "p", Version: "1", Publisher: "a", Dir: "/d", SignedBy: "k", Pinned: true, InstalledAt: 2, InstalledBy: 3, Descriptor: []byte("{}")},
 			"a9" + "016170" + "026131" + "036161" + "04622f64" + "05616b" + "06f5" + "0702" + "0803" + "09427b7d"},
+		{"release with a source", &releaseRec{Package: "p", Version: "1", Publisher: "a", Dir: "/d", InstalledAt: 2, InstalledBy: 3, Descriptor: []byte("{}"),
+			Source: &sourceRec{Ref: "r", Resolved: "s", Fixed: true, PlainHTTP: true}},
+			"a8" + "016170" + "026131" + "036161" + "04622f64" + "0702" + "0803" + "09427b7d" + "0a" + "a4" + "016172" + "026173" + "03f5" + "04f5"},
 		{"name", &nameRec{Publisher: "a", Since: 2, By: 3}, "a3" + "016161" + "0202" + "0303"},
 		{"key", &keyRec{Public: []byte{1}, AddedAt: 2, AddedBy: 3}, "a3" + "014101" + "0202" + "0303"},
 		{"revision", &revisionRec{Parent: 1, Hash: "h", Profile: []byte("{}"), Packages: []activePackageRec{{"p", "1", "d"}}, Keys: []string{"k"}, Routes: 2, Created: 3, Op: "o", By: 4},

@@ -22,6 +22,36 @@ type Release struct {
 	InstalledAt time.Time
 	InstalledBy int    // uid
 	Descriptor  []byte // raw rukh-extension.json
+	// Source is where the release was fetched from, or nil for one
+	// installed from a local file or directory.
+	Source *Source
+}
+
+// Source is the remote reference a release was installed from (`ext
+// install oci://…|https://…`), what `ext outdated` and `ext upgrade`
+// ask again (docs/adr/0016-release-sources.md).
+type Source struct {
+	// Ref is the reference as given: oci://HOST/REPO:TAG,
+	// oci://HOST/REPO@sha256:HEX or https://….
+	Ref string
+	// Resolved is the digest that was fetched: the OCI manifest's, or the
+	// sha256 of the archive an https URL served.
+	Resolved string
+	// Fixed: installed by digest or with --pin; `ext upgrade` moves it
+	// only when named with a new reference.
+	Fixed bool
+	// PlainHTTP: fetched with --plain-http from a registry that is not on
+	// a loopback address; asked again the same way.
+	PlainHTTP bool
+}
+
+// maxRef bounds a stored source reference.
+const maxRef = 4096
+
+func (s *Source) check() error {
+	var errs problems
+	errs.add(checkText("source reference", s.Ref, true, maxRef), checkDigest("source digest", s.Resolved))
+	return errs.err()
 }
 
 func (r *Release) check() error {
@@ -45,6 +75,9 @@ func (r *Release) check() error {
 	if len(r.Descriptor) == 0 {
 		errs.add(errors.New("descriptor is empty"))
 	}
+	if r.Source != nil {
+		errs.add(r.Source.check())
+	}
 	return errs.err()
 }
 
@@ -57,12 +90,16 @@ func (tx *Tx) PutRelease(r *Release) error {
 	if err != nil {
 		return err
 	}
-	data, err := encode(&releaseRec{
+	rec := &releaseRec{
 		Package: r.Package, Version: r.Version, Publisher: r.Publisher, Dir: r.Dir,
 		SignedBy: r.SignedBy, Pinned: r.Pinned,
 		InstalledAt: nanos(r.InstalledAt), InstalledBy: r.InstalledBy,
 		Descriptor: r.Descriptor,
-	})
+	}
+	if s := r.Source; s != nil {
+		rec.Source = &sourceRec{Ref: s.Ref, Resolved: s.Resolved, Fixed: s.Fixed, PlainHTTP: s.PlainHTTP}
+	}
+	data, err := encode(rec)
 	if err != nil {
 		return err
 	}
@@ -159,6 +196,9 @@ func decodeReleaseRec(key, data []byte) (*Release, error) {
 		Dir: rec.Dir, SignedBy: rec.SignedBy, Pinned: rec.Pinned,
 		InstalledAt: fromNanos(rec.InstalledAt), InstalledBy: rec.InstalledBy,
 		Descriptor: rec.Descriptor,
+	}
+	if s := rec.Source; s != nil {
+		r.Source = &Source{Ref: s.Ref, Resolved: s.Resolved, Fixed: s.Fixed, PlainHTTP: s.PlainHTTP}
 	}
 	if err := r.check(); err != nil {
 		return nil, err

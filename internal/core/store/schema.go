@@ -25,6 +25,12 @@ import (
 // Version 2 adds
 //
 //	names        package → name record: the publisher that holds the name
+//
+// Version 3 lets a release record carry its source (key 10): the remote
+// reference it was installed from. Version 2 records are version 3
+// records without one, so the migration rewrites nothing; it exists so
+// that a build of version 2, which refuses unknown keys, refuses the
+// store as newer instead of reading a record with a source as damaged.
 var (
 	bucketMeta        = []byte("meta")
 	bucketReleases    = []byte("releases")
@@ -64,6 +70,7 @@ type migration struct {
 var migrations = []migration{
 	{1, "create the version 1 buckets and meta", createV1},
 	{2, "keep each package name's publisher apart from its releases", createV2},
+	{3, "let a release record name the source it was installed from", func(*bolt.Tx) error { return nil }},
 }
 
 // migrate runs every migration past version, in order, and records the

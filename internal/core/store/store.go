@@ -36,7 +36,7 @@ import (
 // SchemaVersion is the layout version this build reads and writes. A
 // store with a newer version is refused (*FutureError); an older one is
 // migrated by Open.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // maxSchemaVersion bounds the schema versions a future build may write:
 // a larger one is a damaged meta record, not a newer store.

@@ -30,17 +30,39 @@ func Allowed(key string) bool {
 	return strings.HasPrefix(key, "LC_")
 }
 
+// Sources are the variables a release source is reached with
+// (internal/release/source): the container credential file, the proxy
+// and the TLS roots. A client passes them to rukhd; no extension command
+// sees them unless Allowlist names them.
+var Sources = []string{
+	"DOCKER_CONFIG",
+	"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR",
+}
+
+func isSourceVar(k string) bool {
+	for _, s := range Sources {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
 // ForDaemon is the part of environ ("KEY=value" pairs) a client sends
 // with a command line it forwards: what a command may see, what locates
 // the CLI's files (homeEnv, e.g. RUKH_HOME, and the XDG directories), and
-// the invocation the caller runs inside.
+// the invocation the caller runs inside, and what reaching a release
+// source takes (Sources), so that `ext install oci://…` through rukhd
+// uses the caller's credential file, proxy and trusted roots.
 func ForDaemon(homeEnv string, environ []string) []string {
 	var env []string
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
 		case Allowed(k), k == homeEnv, k == InvocationID,
-			k == "XDG_DATA_HOME", k == "XDG_CONFIG_HOME", k == "XDG_RUNTIME_DIR":
+			k == "XDG_DATA_HOME", k == "XDG_CONFIG_HOME", k == "XDG_RUNTIME_DIR",
+			isSourceVar(k):
 			env = append(env, kv)
 		}
 	}

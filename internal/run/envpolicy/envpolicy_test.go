@@ -17,8 +17,10 @@ func TestForDaemon(t *testing.T) {
 	got := ForDaemon("ACME_HOME", []string{
 		"PATH=/bin", "LC_ALL=C", "ACME_HOME=/h", "RUKH_HOME=/other", "XDG_RUNTIME_DIR=/run/user/1",
 		"RUKH_INVOCATION_ID=abc", "AWS_SECRET_ACCESS_KEY=x", "RUKH_IPC_FD=3", "TERM=xterm",
+		"DOCKER_CONFIG=/d", "HTTPS_PROXY=http://p:3128", "no_proxy=.corp", "SSL_CERT_FILE=/ca.pem", "DOCKER_HOST=tcp://x",
 	})
-	want := []string{"PATH=/bin", "LC_ALL=C", "ACME_HOME=/h", "XDG_RUNTIME_DIR=/run/user/1", "RUKH_INVOCATION_ID=abc", "TERM=xterm"}
+	want := []string{"PATH=/bin", "LC_ALL=C", "ACME_HOME=/h", "XDG_RUNTIME_DIR=/run/user/1", "RUKH_INVOCATION_ID=abc", "TERM=xterm",
+		"DOCKER_CONFIG=/d", "HTTPS_PROXY=http://p:3128", "no_proxy=.corp", "SSL_CERT_FILE=/ca.pem"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ForDaemon = %q, want %q", got, want)
 	}
