@@ -10,6 +10,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/admin"
 	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
+	"github.com/rukh-cli/rukh/internal/release/trust"
 	"github.com/spf13/cobra"
 )
 
@@ -100,6 +101,21 @@ func validateRun(opts *ValidateOptions) error {
 	var errs descriptor.Errors
 	if err != nil && !errors.As(err, &errs) {
 		return err
+	}
+	if err == nil {
+		// And what ext pack would sign of DIR: the files its ignore list
+		// keeps (the programs among them), each one a release may hold.
+		var te *trust.Error
+		if _, merr := trust.BuildManifest(opts.Path); errors.As(merr, &te) {
+			msg := te.Message
+			if te.Path != "" {
+				msg = fmt.Sprintf("%q: %s", te.Path, msg)
+			}
+			errs = descriptor.Errors{{Code: descriptor.Code(te.Code), Message: msg}}
+			err = errs
+		} else if merr != nil {
+			return merr
+		}
 	}
 	rep := validateReport{Valid: err == nil, Dir: opts.Dir, Commands: []validateCommand{}, Errors: errs}
 	if rep.Errors == nil {

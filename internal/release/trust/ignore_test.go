@@ -121,6 +121,18 @@ func TestBadIgnoreFile(t *testing.T) {
 			t.Errorf("%q: Pack = %v; want bad_ignore_file %q at %s", tc.body, err, tc.want, IgnoreName)
 		}
 	}
+	// A list that leaves out a program the descriptor runs, by its name
+	// or by its directory: the release would not run.
+	for _, body := range []string{"greet\n", "bin/\n", "/bin\n", "*\n!rukh-extension.json\n"} {
+		dir := newReleaseDir(t)
+		writeTree(t, dir, map[string]string{IgnoreName: body}, nil)
+		_, err := Pack(dir, testKey, &bytes.Buffer{})
+		var te *Error
+		want := `the ignore list leaves out "bin/greet", the program of `
+		if !errors.As(err, &te) || te.Code != CodeBadIgnoreFile || te.Path != IgnoreName || !strings.Contains(te.Message, want) {
+			t.Errorf("%q: Pack = %v; want bad_ignore_file %q", body, err, want)
+		}
+	}
 	// Not a file of patterns.
 	dir := newReleaseDir(t)
 	must(t, os.Mkdir(filepath.Join(dir, IgnoreName), 0o755))

@@ -78,6 +78,11 @@ func scanRelease(dir string, exact bool) (*Manifest, *descriptor.Descriptor, map
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if ig != nil {
+		if e := keepsPrograms(d, infos); e != nil {
+			return nil, nil, nil, e
+		}
+	}
 	m := &Manifest{
 		Format:    ManifestFormat,
 		Package:   d.Package,
@@ -97,6 +102,19 @@ func scanRelease(dir string, exact bool) (*Manifest, *descriptor.Descriptor, map
 		return nil, nil, nil, refuse(CodeTooLarge, ManifestName, "the manifest would be %d bytes; the limit is %d, so ship fewer files or shorter paths", n, limits.manifestBytes)
 	}
 	return m, d, infos, nil
+}
+
+// keepsPrograms refuses an ignore list that leaves out a program the
+// descriptor runs (listed holds the files it kept): the descriptor found
+// the program on disk, but the release would not hold it.
+func keepsPrograms(d *descriptor.Descriptor, listed map[string]fs.FileInfo) *Error {
+	for _, c := range d.Commands {
+		if _, ok := listed[c.Execute.Program]; !ok {
+			return refuse(CodeBadIgnoreFile, IgnoreName, "the ignore list leaves out %q, the program of %s, so the release would not hold it; "+
+				"change the line of %s that leaves it or its directory out", c.Execute.Program, c.Identity, IgnoreName)
+		}
+	}
+	return nil
 }
 
 func loadDescriptor(dir string) (*descriptor.Descriptor, error) {
