@@ -27,6 +27,10 @@ func run(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mksandbox: unexpected argument %q; the output is -o PATH\n", fs.Arg(0))
+		return 2
+	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		fmt.Fprintln(stderr, "mksandbox:", err)
 		return 1

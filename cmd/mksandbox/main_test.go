@@ -25,3 +25,22 @@ func TestNoCompiler(t *testing.T) {
 		t.Errorf("%s was written", out)
 	}
 }
+
+// An output given as an argument, not with -o, is refused: it would
+// otherwise build ./rukh-sandbox where the caller did not ask.
+func TestArgumentIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var stderr strings.Builder
+	if status := run([]string{filepath.Join(dir, "out")}, &stderr); status != 2 {
+		t.Errorf("mksandbox PATH exits %d, want 2", status)
+	}
+	if want := "unexpected argument"; !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "-o PATH") {
+		t.Errorf("mksandbox PATH says %q; want %q and -o PATH", stderr.String(), want)
+	}
+	for _, name := range []string{"rukh-sandbox", "out"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s was written", name)
+		}
+	}
+}
