@@ -41,6 +41,12 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, c *config,
 			who.Expiry.UTC().Format(time.RFC3339)))
 		return
 	}
+	if h.revisions == nil {
+		// The handler could not watch the store (New logged why), and
+		// initialize offers no listChanged: a stream would tell nothing.
+		refuseListen(w, id, http.StatusNotImplemented, "this server cannot watch the store for changes (its log says why), so it serves no subscriptions/listen stream; list the tools again when a call answers unknown tool")
+		return
+	}
 	release, err := h.admitListen(who)
 	if err != nil {
 		refuseListen(w, id, http.StatusTooManyRequests, err.Error())

@@ -181,7 +181,9 @@ func TestListenStream(t *testing.T) {
 	life, stop := context.WithCancel(ctx)
 	f := newListenFixture(t, life)
 
-	exp := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	// 2-3 s ahead (a JWT's exp is whole seconds): the stream opens
+	// before it even on a loaded machine.
+	exp := time.Now().Add(3 * time.Second).Truncate(time.Second)
 	data := f.listen(t, ctx, exp)
 	f.revisions <- 2
 	if d := next(t, ctx, data, "tools/list_changed after a revision"); !strings.Contains(d, `"method":"notifications/tools/list_changed"`) ||
@@ -238,5 +240,24 @@ func TestStreamWriter(t *testing.T) {
 	if !strings.HasPrefix(got, small) || strings.Contains(got, "0000") || strings.Count(got, "event: message\n") != 2 ||
 		!strings.Contains(got, `"id":7`) || !strings.Contains(got, "the response is more than 40 bytes") {
 		t.Errorf("the stream: %q", got)
+	}
+}
+
+// A handler that could not watch the store (New logged why; initialize
+// offers no listChanged) refuses a listen stream, 501, instead of one
+// that would tell nothing and hold a slot until its token's exp.
+func TestListenWithoutAWatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
+	defer cancel()
+	f := newListenFixture(t, ctx)
+	f.h.revisions = nil
+	resp := f.post(t, ctx, time.Now().Add(time.Hour))
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(body), `"id":5`) ||
+		!strings.Contains(string(body), "cannot watch the store for changes") {
+		t.Errorf("listen without a watch: %d %s", resp.StatusCode, body)
+	}
+	if len(f.h.listens) != 0 {
+		t.Errorf("the refused listen holds %d slots", len(f.h.listens))
 	}
 }
