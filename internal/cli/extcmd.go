@@ -316,8 +316,7 @@ func longHelp(name string, t *invoke.Target) string {
 // effectsText says what a command declares about its effects, in words.
 func effectsText(e descriptor.Effects) string {
 	if e.Class == "" {
-		// As admission counts it (invoke's approvalFor).
-		return "not declared (a rukh.extension/1 command); counted as destructive"
+		return fmt.Sprintf("not declared (a rukh.extension/1 command); counted as %s", e.Counted())
 	}
 	s := string(e.Class)
 	switch {

@@ -467,10 +467,7 @@ func argvDigest(argv []string) [sha256.Size]byte {
 // keep its command's effects for the owner. A command that declares no
 // effects (a version 1 descriptor) counts as destructive.
 func (ad *admission) approvalFor(t *Target, req *Request) *store.Approval {
-	class := t.Command.Effects.Class
-	if class == "" {
-		class = descriptor.EffectDestructive
-	}
+	class := t.Command.Effects.Counted()
 	if !ad.task.NeedsApproval(class) {
 		return nil
 	}

@@ -170,6 +170,15 @@ type Effects struct {
 	OpenWorld  *bool // nil when not declared (MCP then assumes an open world)
 }
 
+// Counted is the effect class admission counts a command as: its own,
+// or destructive when it declares none (a rukh.extension/1 command).
+func (e Effects) Counted() EffectClass {
+	if e.Class == "" {
+		return EffectDestructive
+	}
+	return e.Class
+}
+
 // Eligibility is whether a command can become an MCP tool (invariant I2,
 // docs/invariants.md), and if not, every reason why.
 type Eligibility struct {
