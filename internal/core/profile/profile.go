@@ -442,7 +442,11 @@ func (p *Profile) Validate() error {
 		if name == "" {
 			add(at, "missing: name the task preset (from tasks) these calls run under")
 		} else if _, ok := p.Tasks[name]; !ok {
-			add(at, "task %q is not defined in tasks", name)
+			msg := fmt.Sprintf("task %q is not defined in tasks", name)
+			if near, ok := strictjson.Closest(name, slices.Collect(maps.Keys(p.Tasks))); ok {
+				msg += fmt.Sprintf("; did you mean %q?", near)
+			}
+			add(at, "%s", msg)
 		}
 	}
 	taskRef("/cli/task", p.CLI.Task)
