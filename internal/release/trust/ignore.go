@@ -23,14 +23,16 @@ const MaxIgnoreBytes = 64 << 10
 // DefaultIgnore are the patterns every working directory ignores before
 // the lines of its own IgnoreName (which may re-include one with "!"):
 // version control, editors' and the system's litter, Python's byte code,
-// Go workspace files (they name paths of the author's machine) and the
+// a Python virtual environment and Go workspace files (they name paths
+// of the author's machine), a .env file (where secrets live) and the
 // ignore file itself. Written in IgnoreName's syntax.
 var DefaultIgnore = []string{
 	".git", ".gitignore", ".gitattributes", ".gitmodules",
 	".hg", ".hgignore", ".svn", ".bzr",
 	".DS_Store", "*.swp", "*.swo", "*~", ".#*", `\#*#`,
-	"__pycache__/", "*.pyc",
+	"__pycache__/", "*.pyc", ".venv/",
 	"go.work", "go.work.sum",
+	".env",
 	"/" + IgnoreName,
 }
 

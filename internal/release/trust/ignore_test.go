@@ -35,6 +35,8 @@ func TestPackIgnores(t *testing.T) {
 		"bin/.greet.swp":               "swap",
 		"bin/greet~":                   "backup",
 		"share/__pycache__/m.pyc":      "byte code",
+		".venv/bin/python":             "#!/home/author/.venv/bin/python",
+		".env":                         "TOKEN=secret\n",
 		"go.work":                      "go 1.26\n\nuse (\n\t.\n\t/home/author/src/rukh\n)\n",
 		"build/out.o":                  "object",
 		"share/notes/draft.txt":        "draft",
