@@ -119,6 +119,9 @@ func TestMerge(t *testing.T) {
 		{name: "toml-no-newline", client: "codex", in: "model = \"o3\""},
 		{name: "toml-same-name", client: "codex", in: "[mcp_servers.rukh]\ncommand = \"/old\"\n", err: `f already has a server "rukh" (mcp_servers.rukh); nothing was written: pass --force to replace it, or --name to add another`},
 		{name: "toml-same-name-force", client: "codex", in: "model = \"o3\"\n\n[mcp_servers.rukh]\ncommand = \"/old\"\nargs = []\n\n[mcp_servers.rukh.env]\nA = \"1\"\n\n[mcp_servers.other]\ncommand = \"/bin/other\"\n", force: true},
+		// However the headers quote and space the keys, the table is the
+		// same one, and so is its sub-table.
+		{name: "toml-quoted-headers-force", client: "codex", in: "['mcp_servers'.rukh]\ncommand = \"/old\"\n\n[ mcp_servers . \"rukh\" . env ]\nA = \"1\"\n\n[\"mcp_servers\".other]\ncommand = \"/bin/other\"\n", force: true},
 		// Servers in an inline table get one more member there; a server
 		// that is an inline table is replaced where it is.
 		{name: "toml-inline", client: "codex", in: "model = \"o3\"\nmcp_servers = { other = { command = \"/bin/other\" } } # mine\n\n[tui]\nnotifications = true\n"},

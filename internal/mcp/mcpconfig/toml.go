@@ -293,33 +293,31 @@ func tomlSeparator(data []byte) string {
 	return "\n\n"
 }
 
-// header matches a table header line: [a.b] or [[a.b]], with an optional
-// comment; its first group is the name inside the brackets.
-var header = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
-})
-
-// tableSpan finds the lines of the table [key.name] and its sub-tables:
-// from its header line to the next header line outside them (or the end).
+// tableSpan finds the lines of the table [key.name] and its sub-tables,
+// however their headers spell the keys (bare, quoted, with spaces): from
+// its header line to the next header line outside them (or the end).
 func tableSpan(data []byte, key, name string) (from, to int, ok bool) {
-	names := map[string]bool{key + "." + name: true, key + `."` + name + `"`: true, `"` + key + `"."` + name + `"`: true}
-	off := 0
+	var p unstable.Parser
+	p.Reset(data)
 	from = -1
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if m := header().FindSubmatch(bytes.TrimRight(line, "\r\n")); m != nil {
-			h := strings.ReplaceAll(string(m[1]), " ", "")
-			own := names[h]
-			for n := range names {
-				own = own || strings.HasPrefix(h, n+".")
-			}
-			switch {
-			case from < 0 && names[h]:
-				from = off
-			case from >= 0 && !own:
-				return from, off, true
-			}
+	for p.NextExpression() {
+		e := p.Expression()
+		if e.Kind != unstable.Table && e.Kind != unstable.ArrayTable {
+			continue
 		}
-		off += len(line)
+		first := e.Key()
+		if !first.Next() {
+			continue
+		}
+		line := bytes.LastIndexByte(data[:first.Node().Raw.Offset], '\n') + 1
+		k := keyOf(e.Key())
+		own := len(k) >= 2 && k[0] == key && k[1] == name
+		switch {
+		case from < 0 && own && len(k) == 2:
+			from = line
+		case from >= 0 && !own:
+			return from, line, true
+		}
 	}
 	return from, len(data), from >= 0
 }
