@@ -63,14 +63,7 @@ publisher's signature.`,
 				return err
 			}
 			defer w.Close()
-			watchTree := func() {
-				filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-					if err == nil && d.IsDir() {
-						w.Add(p)
-					}
-					return nil
-				})
-			}
+			watchTree := func() { watchRelease(w, dir) }
 			watchTree()
 			installed := "" // the digest this command installed last
 			install := func() {
@@ -146,4 +139,25 @@ func reportDevError(f *Factory, dir string, err error) {
 		}
 	}
 	fmt.Fprintf(f.IO.ErrOut, "%s: %s is not installed; fix it and save again\n", f.Name, dir)
+}
+
+// watchRelease watches every directory of the release dir but those its
+// ignore list leaves out (.git and the like): what changes there is not
+// packed, and a repository's objects would use up the user's inotify
+// watches. A bad list hides nothing; the install reports it.
+func watchRelease(w *fsnotify.Watcher, dir string) {
+	ignored, err := trust.Ignores(dir)
+	if err != nil {
+		ignored = func(string, bool) bool { return false }
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if rel, _ := filepath.Rel(dir, p); rel != "." && ignored(filepath.ToSlash(rel), true) {
+			return fs.SkipDir
+		}
+		w.Add(p)
+		return nil
+	})
 }

@@ -78,6 +78,23 @@ func (ig *ignorer) ignored(p string, isDir bool) bool {
 	return out
 }
 
+// Ignores returns which paths of the working directory dir its ignore
+// list leaves out (the defaults, then dir's IgnoreName), exactly as
+// BuildManifest leaves them out: p is slash-separated and relative to
+// dir. A bad list is bad_ignore_file, naming the line.
+func Ignores(dir string) (func(p string, isDir bool) bool, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open release directory: %w", err)
+	}
+	defer root.Close()
+	ig, err := loadIgnore(root)
+	if err != nil {
+		return nil, err
+	}
+	return ig.ignored, nil
+}
+
 // loadIgnore reads the ignore list of the working directory at root: the
 // defaults, then root's IgnoreName if it has one. A bad list is
 // bad_ignore_file, naming the line.
