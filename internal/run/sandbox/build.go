@@ -33,9 +33,10 @@ func Build(dst string) error { return BuildSource(helperSource, dst) }
 // Without a C compiler, or without the kernel headers, the error is a
 // *CompilerError that says what to install.
 func BuildSource(src []byte, dst string) error {
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
+	// $CC may carry flags of its own ("gcc -m64"), as make allows.
+	cc, ccFlags := "cc", []string(nil)
+	if f := strings.Fields(os.Getenv("CC")); len(f) > 0 {
+		cc, ccFlags = f[0], f[1:]
 	}
 	if _, err := exec.LookPath(cc); err != nil {
 		return &CompilerError{Helper: filepath.Base(dst), CC: cc, Err: err}
@@ -49,7 +50,7 @@ func BuildSource(src []byte, dst string) error {
 	if err := os.WriteFile(file, src, 0o644); err != nil {
 		return err
 	}
-	args := append(append([]string{}, CFlags...), "-o", dst, file)
+	args := append(append(append([]string{}, ccFlags...), CFlags...), "-o", dst, file)
 	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		if cerr := compilerError(dst, cc, out, err); cerr != nil {
 			return cerr

@@ -74,3 +74,16 @@ func TestBuildStripped(t *testing.T) {
 		}
 	}
 }
+
+// $CC may carry flags of its own, as make allows: "cc -O1" is the
+// compiler cc, given -O1.
+func TestBuildWithFlagsInCC(t *testing.T) {
+	t.Setenv("CC", "cc -O1")
+	dst := filepath.Join(t.TempDir(), "rukh-sandbox")
+	if err := sandbox.Build(dst); err != nil {
+		t.Fatalf("Build with CC=%q: %v", "cc -O1", err)
+	}
+	if _, err := elf.Open(dst); err != nil {
+		t.Errorf("%s: %v", dst, err)
+	}
+}
