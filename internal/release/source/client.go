@@ -296,13 +296,30 @@ func kick(ctx context.Context) {
 // stalled reports whether ctx ended because its watch fired.
 func stalled(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errStalled) }
 
-// progressTransport kicks the request's watch when it starts, when its
-// response arrives and at every read of the body that returns bytes.
+// progressTransport kicks the request's watch when it starts, at every
+// read of the request's body (an upload), when its response arrives and
+// at every read of the response's body that returns bytes.
 type progressTransport struct{ base http.RoundTripper }
 
 func (t progressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	kick(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		// An upload makes progress as its body is read: every read kicks
+		// the watch, so a long push that never stalls is not cut off.
+		r := *req
+		r.Body = &progressBody{req.Body, ctx}
+		if get := req.GetBody; get != nil {
+			r.GetBody = func() (io.ReadCloser, error) {
+				b, err := get()
+				if err != nil || b == nil || b == http.NoBody {
+					return b, err
+				}
+				return &progressBody{b, ctx}, nil
+			}
+		}
+		req = &r
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, err

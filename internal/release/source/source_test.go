@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -418,5 +419,62 @@ func TestArchiveLimitHoldsARelease(t *testing.T) {
 	worst += worst / 1000
 	if MaxArchiveBytes < worst {
 		t.Errorf("MaxArchiveBytes %d is less than the largest release archive, about %d bytes", MaxArchiveBytes, worst)
+	}
+}
+
+// TestUploadProgress: an upload that takes longer than the timeout in
+// all but never pauses that long (a big push on a slow link) is not cut
+// off: every read of the request's body is progress. The body is fed in
+// chunks by the test, a quarter of the timeout apart, until three
+// timeouts have passed; the server reads all of it and answers.
+func TestUploadProgress(t *testing.T) {
+	received := make(chan int, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			t.Errorf("server: reading the upload: %v", err)
+		}
+		received <- int(n)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	c := client(t, nil)
+	c.Timeout = 300 * time.Millisecond
+	if err := c.init(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := c.watch(context.Background())
+	defer stop()
+	pr, pw := io.Pipe()
+	total := make(chan int, 1)
+	go func() {
+		sent := 0
+		defer func() { total <- sent }()
+		start := time.Now()
+		chunk := []byte(strings.Repeat("x", 1024))
+		for time.Since(start) < 3*c.Timeout {
+			if _, err := pw.Write(chunk); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			sent += len(chunk)
+			time.Sleep(c.Timeout / 4)
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/upload", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatalf("an upload that never paused for the timeout failed: %v (stalled: %v)", err, stalled(ctx))
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload answered %s", resp.Status)
+	}
+	if n, sent := <-received, <-total; n != sent {
+		t.Errorf("the server received %d bytes of %d", n, sent)
 	}
 }
