@@ -136,7 +136,7 @@ func (c *Client) init() error {
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          4,
 		}
-		c.http = &http.Client{Transport: progressTransport{tr}, CheckRedirect: checkRedirect}
+		c.http = &http.Client{Transport: progressTransport{tr}, CheckRedirect: c.checkRedirect}
 		c.plain, c.tried = map[string]bool{}, map[string]string{}
 		c.credPath = c.configPath()
 		store, err := credentials.NewStore(c.credPath, credentials.StoreOptions{})
@@ -149,14 +149,22 @@ func (c *Client) init() error {
 	return c.initErr
 }
 
-// checkRedirect refuses a redirect from https to plain http and a chain
-// longer than MaxRedirects (a loop).
-func checkRedirect(req *http.Request, via []*http.Request) error {
+// checkRedirect refuses a redirect from https to plain http, a redirect
+// to plain http that leaves loopback (unless --plain-http allows plain
+// http anywhere), and a chain longer than MaxRedirects (a loop).
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= MaxRedirects {
 		return &RedirectError{fmt.Sprintf("redirected %d times (last to %s), a loop or a chain longer than the limit of %d", len(via), req.URL.Redacted(), MaxRedirects)}
 	}
-	if prev := via[len(via)-1]; prev.URL.Scheme == "https" && req.URL.Scheme != "https" {
+	prev := via[len(via)-1]
+	if req.URL.Scheme == "https" {
+		return nil
+	}
+	if prev.URL.Scheme == "https" {
 		return &RedirectError{fmt.Sprintf("%s redirected to %s, which is not https; a release is never fetched over plain http after https", prev.URL.Redacted(), req.URL.Redacted())}
+	}
+	if !c.PlainHTTP && !Loopback(req.URL.Hostname()) {
+		return &RedirectError{fmt.Sprintf("%s redirected to %s, which is plain http off this machine; a release is fetched over plain http only from a loopback address, or anywhere with --plain-http", prev.URL.Redacted(), req.URL.Redacted())}
 	}
 	return nil
 }

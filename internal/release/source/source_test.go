@@ -345,6 +345,9 @@ func TestFetchHTTPS(t *testing.T) {
 	mux.HandleFunc("/down.tar.gz", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, plain.URL+"/r.tar.gz", http.StatusFound)
 	})
+	mux.HandleFunc("/away.tar.gz", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://192.0.2.2/r.tar.gz", http.StatusFound)
+	})
 	mux.HandleFunc("/big.tar.gz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "1000000")
 		w.Write(archive)
@@ -360,7 +363,10 @@ func TestFetchHTTPS(t *testing.T) {
 	c.init()
 	c.http.Transport.(progressTransport).base.(*http.Transport).TLSClientConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	ref := func(p string) *Ref {
-		r, err := Parse(srv.URL+p, false)
+		if !strings.HasPrefix(p, "http") {
+			p = srv.URL + p
+		}
+		r, err := Parse(p, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,6 +378,11 @@ func TestFetchHTTPS(t *testing.T) {
 	}
 	fetchErr(t, c, ref("/loop.tar.gz"), "REF: redirected 10 times (last to "+srv.URL+"/loop.tar.gz), a loop or a chain longer than the limit of 10")
 	fetchErr(t, c, ref("/down.tar.gz"), "REF: "+srv.URL+"/down.tar.gz redirected to "+plain.URL+"/r.tar.gz, which is not https; a release is never fetched over plain http after https")
+	// Plain http from loopback may not leave it by a redirect.
+	fetchErr(t, c, ref(plain.URL+"/away.tar.gz"), "REF: "+plain.URL+"/away.tar.gz redirected to http://192.0.2.2/r.tar.gz, which is plain http off this machine; a release is fetched over plain http only from a loopback address, or anywhere with --plain-http")
+	if got, err := c.Fetch(context.Background(), ref(plain.URL+"/r.tar.gz"), t.TempDir()); err != nil || got.Resolved != sha(archive) {
+		t.Errorf("plain http on loopback: %+v %v", got, err)
+	}
 	fetchErr(t, c, ref("/big.tar.gz"), "REF: the archive at "+srv.URL+"/big.tar.gz is 1000000 bytes; the limit is 1024, so it was not fetched")
 	fetchErr(t, c, ref("/chunked.tar.gz"), "REF: the archive at "+srv.URL+"/chunked.tar.gz is over the limit of 1024 bytes; it was not read further")
 	fetchErr(t, c, ref("/none.tar.gz"), "REF: the archive at "+srv.URL+"/none.tar.gz was not found (HTTP 404); check the repository and the tag or digest (`ext outdated` lists what a source offers)")
