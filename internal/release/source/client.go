@@ -134,6 +134,10 @@ func (c *Client) init() error {
 			ExpectContinueTimeout: time.Second,
 			IdleConnTimeout:       d,
 			ForceAttemptHTTP2:     true,
+			// A .tar.gz served with Content-Encoding: gzip is the archive
+			// itself: never decompress it on the way (its digest and the
+			// size limits are of the bytes served).
+			DisableCompression: true,
 			MaxIdleConns:          4,
 		}
 		c.http = &http.Client{Transport: progressTransport{tr}, CheckRedirect: c.checkRedirect}

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -335,6 +337,11 @@ func TestFetchRefusals(t *testing.T) {
 
 func TestFetchHTTPS(t *testing.T) {
 	archive := []byte(strings.Repeat("release ", 64))
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	zw.Write(archive)
+	zw.Close()
+	gzipped := zbuf.Bytes()
 	mux := http.NewServeMux()
 	srv := httptest.NewTLSServer(mux)
 	t.Cleanup(srv.Close)
@@ -344,6 +351,12 @@ func TestFetchHTTPS(t *testing.T) {
 	mux.HandleFunc("/loop.tar.gz", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop.tar.gz", http.StatusFound) })
 	mux.HandleFunc("/down.tar.gz", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, plain.URL+"/r.tar.gz", http.StatusFound)
+	})
+	mux.HandleFunc("/encoded.tar.gz", func(w http.ResponseWriter, r *http.Request) {
+		// Servers often label a .tar.gz so; the bytes are the archive.
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "application/gzip")
+		w.Write(gzipped)
 	})
 	mux.HandleFunc("/away.tar.gz", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://192.0.2.2/r.tar.gz", http.StatusFound)
@@ -375,6 +388,13 @@ func TestFetchHTTPS(t *testing.T) {
 	got, err := c.Fetch(context.Background(), ref("/r.tar.gz"), t.TempDir())
 	if err != nil || got.Resolved != sha(archive) {
 		t.Fatalf("fetch: %+v %v", got, err)
+	}
+	got, err = c.Fetch(context.Background(), ref("/encoded.tar.gz"), t.TempDir())
+	if err != nil {
+		t.Fatalf("fetch of an archive served with Content-Encoding: gzip: %v", err)
+	}
+	if data, _ := os.ReadFile(got.Path); got.Resolved != sha(gzipped) || !bytes.Equal(data, gzipped) {
+		t.Errorf("an archive served with Content-Encoding: gzip was fetched as %d bytes %s, not the %d bytes served (%s)", len(data), got.Resolved, len(gzipped), sha(gzipped))
 	}
 	fetchErr(t, c, ref("/loop.tar.gz"), "REF: redirected 10 times (last to "+srv.URL+"/loop.tar.gz), a loop or a chain longer than the limit of 10")
 	fetchErr(t, c, ref("/down.tar.gz"), "REF: "+srv.URL+"/down.tar.gz redirected to "+plain.URL+"/r.tar.gz, which is not https; a release is never fetched over plain http after https")
