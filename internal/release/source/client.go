@@ -138,7 +138,7 @@ func (c *Client) init() error {
 			// itself: never decompress it on the way (its digest and the
 			// size limits are of the bytes served).
 			DisableCompression: true,
-			MaxIdleConns:          4,
+			MaxIdleConns:       4,
 		}
 		c.http = &http.Client{Transport: progressTransport{tr}, CheckRedirect: c.checkRedirect}
 		c.plain, c.tried = map[string]bool{}, map[string]string{}
