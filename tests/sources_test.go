@@ -514,3 +514,62 @@ func TestHTTPSAndOfflineSources(t *testing.T) {
 		e.fails("acme.greet: not upgraded: "+url+": could not reach "+host, "ext", "upgrade", "--all")
 	})
 }
+
+// TestRegistrySourcesHostileAnnotation: a registry's annotations are
+// unverified text. A release installed from a tag that is not a version
+// (latest) is outdated when the tag names another manifest; the version
+// that manifest claims is shown only when it is a semantic version, and
+// nothing a registry wrote reaches the terminal raw: `ext outdated` and
+// `ext upgrade --dry-run` print no control character.
+func TestRegistrySourcesHostileAnnotation(t *testing.T) {
+	registryBinary(t)
+	addr := startRegistry(t, nil)
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		e := newSourceEnv(t, h, nil)
+		path := strings.ReplaceAll(h.Mode, "-", "") + "/greet"
+		repo := fmt.Sprintf("oci://%s/%s", addr, path)
+		key := filepath.Join(e.dir, "acme.key")
+		e.ok("trust", "keygen", key)
+		e.ok("trust", "add", "acme", key+".pub")
+		h.serve(t, e.home)
+		e.ok("ext", "publish", e.release(key, "acme", "0.1.0", "hello"), repo+":latest")
+		e.ok("ext", "install", repo+":latest")
+
+		// Another manifest under latest, whose version annotation would
+		// retitle the terminal and clear the screen.
+		murl := fmt.Sprintf("http://%s/v2/%s/manifests/latest", addr, path)
+		req, _ := http.NewRequest(http.MethodGet, murl, nil)
+		req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m["annotations"].(map[string]any)["org.opencontainers.image.version"] = "9.9.9\x1b]0;pwned\x07\x1b[2J\u009b31m"
+		data, _ := json.Marshal(m)
+		req, _ = http.NewRequest(http.MethodPut, murl, strings.NewReader(string(data)))
+		req.Header.Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+		if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("PUT the hostile manifest: %v %v", resp, err)
+		}
+		resp.Body.Close()
+
+		for _, args := range [][]string{{"ext", "outdated"}, {"ext", "upgrade", "--dry-run", "acme.greet"}, {"ext", "upgrade", "--dry-run", "--all"}} {
+			out, errOut, code := e.rukh(args...)
+			if code != 0 {
+				t.Errorf("rukh %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+			}
+			if strings.ContainsAny(out+errOut, "\x1b\x07\u009b") {
+				t.Errorf("rukh %s printed a registry's control characters raw:\n%q", strings.Join(args, " "), out+errOut)
+			}
+			if !strings.Contains(out, "changed") || strings.Contains(out, "9.9.9") {
+				t.Errorf("rukh %s: a version annotation that is not a semantic version is shown as more than \"changed\":\n%s", strings.Join(args, " "), out)
+			}
+		}
+	})
+}

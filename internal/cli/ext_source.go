@@ -356,9 +356,11 @@ func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bo
 		}
 		row.Latest = r.Version
 		if d != r.Source.Resolved {
+			// The registry's annotation is shown only when it is a
+			// version; it is unverified until the signed release is.
 			row.Latest = "changed"
-			if v := ann[source.AnnotationVersion]; v != "" {
-				row.Latest = v
+			if v := ann[source.AnnotationVersion]; source.Canonical(v) != "" {
+				row.Latest = strings.TrimPrefix(v, "v")
 			}
 			row.next, row.Next, row.Upgrade = ref, ref.String(), true
 		}
@@ -398,7 +400,7 @@ marked for upgrade.`,
 				row := checkSource(cmd.Context(), clientFor(c, r), r, pre)
 				if row.Error != "" {
 					failed++
-					fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", row.Package, row.Error)
+					fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", row.Package, safe(row.Error))
 				}
 				rows = append(rows, row)
 			}
@@ -421,7 +423,7 @@ marked for upgrade.`,
 					case r.Upgrade:
 						latest += " ↑"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Package, r.Installed, latest, r.Source)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Package, r.Installed, safe(latest), safe(r.Source))
 				}
 				tw.Flush()
 			}
@@ -486,20 +488,20 @@ installed package. A failed upgrade leaves the previous release active.
 			for _, p := range plans {
 				if p.err != nil {
 					failed++
-					fmt.Fprintf(f.IO.ErrOut, "%s: not upgraded: %v\n", p.pkg, p.err)
+					fmt.Fprintf(f.IO.ErrOut, "%s: not upgraded: %s\n", safe(p.pkg), safe(p.err.Error()))
 					continue
 				}
 				if p.next == nil {
-					fmt.Fprintf(f.IO.ErrOut, "%s %s is up to date (%s)\n", p.pkg, p.installed, p.source)
+					fmt.Fprintf(f.IO.ErrOut, "%s %s is up to date (%s)\n", p.pkg, p.installed, safe(p.source))
 					continue
 				}
 				if dryRun {
-					fmt.Fprintf(f.IO.Out, "would upgrade %s %s to %s from %s\n", p.pkg, p.installed, p.latest, p.next)
+					fmt.Fprintf(f.IO.Out, "would upgrade %s %s to %s from %s\n", safe(p.pkg), p.installed, safe(p.latest), safe(p.next.String()))
 					continue
 				}
 				if err := upgradeOne(cmd.Context(), f, h.Admin(), clientForPlain(c, p.plain), p, pin); err != nil {
 					failed++
-					fmt.Fprintf(f.IO.ErrOut, "%s: upgrade failed, %s stays active: %v\n", p.pkg, p.installed, err)
+					fmt.Fprintf(f.IO.ErrOut, "%s: upgrade failed, %s stays active: %s\n", safe(p.pkg), p.installed, safeLines(err.Error()))
 				}
 			}
 			if failed > 0 {
