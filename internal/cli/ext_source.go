@@ -604,16 +604,22 @@ func upgradeOne(ctx context.Context, f *Factory, a *admin.Admin, c *source.Clien
 		if !named && d.Package != p.pkg {
 			return fmt.Errorf("it is a release of %s, not of %s", d.Package, p.pkg)
 		}
-		cur, ok := versions[d.Package]
-		if !ok {
-			return fmt.Errorf("%s %s is not an upgrade: %s is not active; install it with `ext install`", d.Package, d.Version, d.Package)
-		}
-		if !source.Newer(d.Version, cur) {
-			return fmt.Errorf("%s %s is not newer than the active %s", d.Package, d.Version, cur)
-		}
 		return nil
 	}
-	res, err := fetchAndInstall(ctx, c, a, p.next, pin, admin.InstallOptions{Check: check}, named && (p.next.Digest != "" || pin != ""), p.plain)
+	// Newer than what is active when the change commits, not when this
+	// command read the state: decided inside the transaction.
+	from := versions[p.pkg]
+	newer := func(d *descriptor.Descriptor, active *store.ActivePackage) error {
+		if active == nil {
+			return fmt.Errorf("%s %s is not an upgrade: %s is not active; install it with `ext install`", d.Package, d.Version, d.Package)
+		}
+		if !source.Newer(d.Version, active.Version) {
+			return fmt.Errorf("%s %s is not newer than the active %s", d.Package, d.Version, active.Version)
+		}
+		from = active.Version
+		return nil
+	}
+	res, err := fetchAndInstall(ctx, c, a, p.next, pin, admin.InstallOptions{Check: check, CheckActive: newer}, named && (p.next.Digest != "" || pin != ""), p.plain)
 	if err != nil {
 		return err
 	}
@@ -622,7 +628,7 @@ func upgradeOne(ctx context.Context, f *Factory, a *admin.Admin, c *source.Clien
 		return err
 	}
 	r := res.Release
-	printChange(f, res.Result, fmt.Sprintf("upgraded %s %s → %s (%s, %s)", r.Package, versions[r.Package], r.Version, r.Source.Ref, shortDigest(r.Source.Resolved)))
+	printChange(f, res.Result, fmt.Sprintf("upgraded %s %s → %s (%s, %s)", r.Package, from, r.Version, r.Source.Ref, shortDigest(r.Source.Resolved)))
 	if printProjectionDiff(f.IO.Out, r.Package, before, after) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "no CLI route or MCP tool of %s changed\n", r.Package)
 	}

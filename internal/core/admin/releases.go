@@ -65,6 +65,13 @@ type InstallOptions struct {
 	// newer version; a registry's annotations must match it); its error
 	// refuses the install.
 	Check func(d *descriptor.Descriptor) error
+	// CheckActive, when set, is asked inside the change's transaction,
+	// under the store's lock, about the verified release and its
+	// package's active release at that moment (nil when none is active);
+	// its error refuses the install. An upgrade's "newer than the active
+	// release" is decided here, so a release activated since the fetch
+	// is compared against, and an upgrade never downgrades.
+	CheckActive func(d *descriptor.Descriptor, active *store.ActivePackage) error
 	// builtin: the core's own release of its built-in commands
 	// (EnsureBuiltins), the only one that may have the CLI's name.
 	builtin bool
@@ -230,6 +237,15 @@ func (a *Admin) prepareInstall(ctx context.Context, src, pin string, opts Instal
 // store's lock: another install of the same release waits for it.
 func (pi *pendingInstall) apply(ctx context.Context, tx *store.Tx, c *Candidate) error {
 	d, final, digest, record := pi.d, pi.final, pi.digest, pi.record
+	if pi.opts.CheckActive != nil {
+		var active *store.ActivePackage
+		if ap, ok := c.Packages[d.Package]; ok {
+			active = &ap
+		}
+		if err := pi.opts.CheckActive(d, active); err != nil {
+			return err
+		}
+	}
 	var err error
 	if pi.existing, err = tx.Release(digest); err != nil {
 		return err
