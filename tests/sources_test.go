@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -570,6 +571,80 @@ func TestRegistrySourcesHostileAnnotation(t *testing.T) {
 			if !strings.Contains(out, "changed") || strings.Contains(out, "9.9.9") {
 				t.Errorf("rukh %s: a version annotation that is not a semantic version is shown as more than \"changed\":\n%s", strings.Join(args, " "), out)
 			}
+		}
+	})
+}
+
+// TestHTTPSAndOfflineSourcesCredentialHelper: the credential helpers the
+// container credential file names are the caller's: found on the PATH
+// of the rukh command (not the daemon's), run with its environment, on
+// both hosts. A helper that fails is named with the file that names it;
+// one that hangs with a child holding its output is ended by --timeout.
+func TestHTTPSAndOfflineSourcesCredentialHelper(t *testing.T) {
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, p, ok := r.BasicAuth(); !ok || u != "ci" || p != "helper-s3cret" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			if r.URL.Path != "/v2/" {
+				http.NotFound(w, r)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		caFile := filepath.Join(testhome.TempDir(t), "ca.pem")
+		if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e := newSourceEnv(t, h, &testCA{CA: caFile})
+		h.serve(t, e.home) // the daemon's PATH has no helper
+		bin := filepath.Join(e.dir, "bin")
+		os.MkdirAll(bin, 0o755)
+		for name, body := range map[string]string{
+			"rukhgood": `read server; printf '{"ServerURL":"%s","Username":"ci","Secret":"helper-s3cret"}' "$server"`,
+			"rukhbad":  "echo helper-s3cret; echo 'the keyring is locked' >&2; exit 3",
+			"rukhhang": "sleep 300 &\nsleep 300",
+		} {
+			writeFile(t, bin, "docker-credential-"+name, "#!/bin/sh\n"+body+"\n")
+			os.Chmod(filepath.Join(bin, "docker-credential-"+name), 0o755)
+		}
+		e.env = append(e.env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		config := filepath.Join(e.dir, "docker", "config.json")
+		host := srv.Listener.Addr().String()
+		ref := "oci://" + host + "/acme/greet:1.0.0"
+		useHelper := func(name string) {
+			if err := os.WriteFile(config, []byte(fmt.Sprintf(`{"credsStore": %q}`, name)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		useHelper("rukhgood") // the registry accepts it: what is missing is the release
+		e.fails(ref+": the manifest was not found (HTTP 404)", "ext", "install", ref)
+
+		useHelper("rukhbad")
+		e.fails(ref+": credential helper docker-credential-rukhbad (credsStore in "+config+") failed: it exited with exit status 3", "ext", "install", ref)
+		out, errOut, _ := e.rukh("ext", "install", ref)
+		if strings.Contains(out+errOut, "helper-s3cret") {
+			t.Errorf("what the helper printed on stdout is shown:\n%s%s", out, errOut)
+		}
+		if !strings.Contains(errOut, "the keyring is locked") {
+			t.Errorf("the helper's stderr did not reach the command's:\n%s", errOut)
+		}
+
+		useHelper("rukhhang")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, h.Rukh, "ext", "install", "--timeout", "500ms", ref)
+		cmd.Env = e.env
+		cmd.WaitDelay = 5 * time.Second // a helper's orphan holding the output must not hold the test
+		got, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			t.Fatalf("ext install did not return within a minute of a credential helper that hangs (--timeout 500ms): the helper was not killed\n%s", got)
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 69 || !strings.Contains(string(got), ref+": the credential helper docker-credential-rukhhang (credsStore in "+config+") made no progress for 500ms") {
+			t.Errorf("ext install with a helper that hangs: %v\n%s", err, got)
 		}
 	})
 }

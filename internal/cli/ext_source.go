@@ -44,7 +44,7 @@ func (sf *sourceFlags) client(f *Factory) (*source.Client, error) {
 	if sf.timeout <= 0 || sf.timeout > source.MaxTimeout {
 		return nil, &UsageError{fmt.Errorf("--timeout %s is out of range: give more than 0 and at most %s", sf.timeout, source.MaxTimeout)}
 	}
-	return &source.Client{Getenv: envpolicy.Lookup(f.Env), PlainHTTP: sf.plainHTTP, Timeout: sf.timeout}, nil
+	return &source.Client{Getenv: envpolicy.Lookup(f.Env), Stderr: f.IO.ErrOut, PlainHTTP: sf.plainHTTP, Timeout: sf.timeout}, nil
 }
 
 // sourceError makes err of a source say that nothing changed, with the
@@ -444,7 +444,7 @@ func clientFor(c *source.Client, r *store.Release) *source.Client {
 	if r.Source == nil || !r.Source.PlainHTTP || c.PlainHTTP {
 		return c
 	}
-	return &source.Client{Getenv: c.Getenv, PlainHTTP: true, Timeout: c.Timeout}
+	return &source.Client{Getenv: c.Getenv, Stderr: c.Stderr, PlainHTTP: true, Timeout: c.Timeout}
 }
 
 func newExtUpgradeCmd(f *Factory) *cobra.Command {
@@ -522,7 +522,7 @@ func clientForPlain(c *source.Client, plain bool) *source.Client {
 	if !plain || c.PlainHTTP {
 		return c
 	}
-	return &source.Client{Getenv: c.Getenv, PlainHTTP: true, Timeout: c.Timeout}
+	return &source.Client{Getenv: c.Getenv, Stderr: c.Stderr, PlainHTTP: true, Timeout: c.Timeout}
 }
 
 // upgradePlan is what `ext upgrade` does for one package.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +60,9 @@ type Client struct {
 	PlainHTTP bool
 	// Timeout replaces DefaultTimeout when > 0.
 	Timeout time.Duration
+	// Stderr receives what a credential helper prints on its stderr (the
+	// caller's stderr); nil drops it.
+	Stderr io.Writer
 	// MaxManifest and MaxArchive replace the limits when > 0 (tests).
 	MaxManifest, MaxArchive int64
 
@@ -70,7 +72,7 @@ type Client struct {
 	mu       sync.Mutex
 	plain    map[string]bool   // registry → spoken to in plain HTTP
 	tried    map[string]string // registry → the credential sent, described
-	creds    credentials.Store
+	creds    *credentials.FileStore
 	credPath string
 }
 
@@ -143,7 +145,7 @@ func (c *Client) init() error {
 		c.http = &http.Client{Transport: progressTransport{tr}, CheckRedirect: c.checkRedirect}
 		c.plain, c.tried = map[string]bool{}, map[string]string{}
 		c.credPath = c.configPath()
-		store, err := credentials.NewStore(c.credPath, credentials.StoreOptions{})
+		store, err := credentials.NewFileStore(c.credPath)
 		if err != nil {
 			c.initErr = fmt.Errorf("read the container credentials in %s: %w", c.credPath, err)
 			return
@@ -239,7 +241,7 @@ func readBounded(name string, limit int64) ([]byte, error) {
 // credential resolves the registry credential from the container
 // credential store and remembers what it sent, for AuthError.
 func (c *Client) credential(ctx context.Context, hostport string) (auth.Credential, error) {
-	cred, err := credentials.Credential(c.creds)(ctx, hostport)
+	cred, err := c.lookup(ctx, hostport)
 	desc := c.describeCredential(hostport, err == nil && cred != auth.EmptyCredential)
 	if err != nil {
 		desc = fmt.Sprintf("no credentials: looking them up for %s failed (%v)", hostport, err)
@@ -253,13 +255,7 @@ func (c *Client) credential(ctx context.Context, hostport string) (auth.Credenti
 // describeCredential says where the credential for host comes from,
 // never what it is.
 func (c *Client) describeCredential(host string, found bool) string {
-	var cfg struct {
-		CredsStore  string            `json:"credsStore"`
-		CredHelpers map[string]string `json:"credHelpers"`
-	}
-	if data, err := readBounded(c.credPath, maxConfigBytes); err == nil {
-		_ = json.Unmarshal(data, &cfg)
-	}
+	cfg := c.helperConfig()
 	from := c.credPath
 	switch {
 	case cfg.CredHelpers[host] != "":

@@ -134,7 +134,13 @@ func (c *Client) netError(ctx context.Context, host, what string, err error) err
 	var ae *AuthError
 	var nf *NotFoundError
 	var er *errcode.ErrorResponse
+	var he *HelperError
+	var st *StallError
 	switch {
+	case errors.As(err, &he):
+		return he
+	case errors.As(err, &st):
+		return st
 	case stalled(ctx):
 		return &StallError{What: what, Timeout: c.timeout()}
 	case errors.As(err, &re), errors.As(err, &ae), errors.As(err, &nf):

@@ -23,6 +23,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/rukh-cli/rukh/internal/release/trust"
+	"github.com/rukh-cli/rukh/internal/run/envpolicy"
 )
 
 // fakeRegistry serves the distribution API for one repository, acme/x,
@@ -507,5 +508,132 @@ func TestUploadProgress(t *testing.T) {
 	}
 	if n, sent := <-received, <-total; n != sent {
 		t.Errorf("the server received %d bytes of %d", n, sent)
+	}
+}
+
+// helperDir writes docker-credential-NAME scripts into a directory that
+// is only on the PATH given to the client, never on this process's.
+func helperDir(t *testing.T, scripts map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, "docker-credential-"+name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCredentialHelpers: a credsStore or credHelpers helper is found on
+// the caller's PATH (not this process's) and run with the caller's
+// environment; its failure names it and the file, never what it printed
+// on stdout; and a helper whose child keeps its output open is ended,
+// with its child, by the timeout.
+func TestCredentialHelpers(t *testing.T) {
+	archive := []byte(strings.Repeat("release ", 64))
+	bin := helperDir(t, map[string]string{
+		// The protocol: the server on stdin, the credential as JSON; the
+		// password is in the caller's HOME, which is not this process's.
+		"good": `read server; printf '{"ServerURL":"%s","Username":"ci","Secret":"%s"}' "$server" "$(cat "$HOME/secret")"` + "\n",
+		"none": "echo 'credentials not found in native keychain'; exit 1\n",
+		"bad":  "echo 'leaked-s3cret'; echo 'the keyring is locked' >&2; exit 3\n",
+		"hang": "sleep 300 &\nsleep 300\n",
+	})
+	for _, tc := range []struct {
+		name, cfg, want string
+		timeout        time.Duration
+	}{
+		{name: "credsStore", cfg: `{"credsStore": "good"}`},
+		{name: "credHelpers", cfg: `{"credsStore": "bad", "credHelpers": {"HOST": "good"}}`},
+		{name: "not found", cfg: `{"credsStore": "none"}`,
+			want: "REF: the registry refused access (HTTP 401) with no credentials (none for HOST in the credential helper docker-credential-none (credsStore in CONFIG)); log in with `docker login HOST` (or `oras login HOST`), which writes the credential Rukh reads"},
+		{name: "fails", cfg: `{"credsStore": "bad"}`,
+			want: "REF: credential helper docker-credential-bad (credsStore in CONFIG) failed: it exited with exit status 3 (what it printed is not shown: it could hold a secret; run `echo HOST | docker-credential-bad get` to see it)"},
+		{name: "missing", cfg: `{"credHelpers": {"HOST": "gone"}}`,
+			want: "REF: credential helper docker-credential-gone (credHelpers in CONFIG) failed: docker-credential-gone is not on the PATH of the command (install it, or change credsStore/credHelpers in the credential file)"},
+		{name: "hangs", cfg: `{"credsStore": "hang"}`, timeout: 300 * time.Millisecond,
+			want: "REF: the credential helper docker-credential-hang (credsStore in CONFIG) made no progress for 300ms (the --timeout); the connection was closed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			f.release("1.0.0", archive, nil)
+			f.user, f.pass = "ci", "from-the-callers-env"
+			host := srv.Listener.Addr().String()
+			dc := t.TempDir()
+			config := filepath.Join(dc, "config.json")
+			if err := os.WriteFile(config, []byte(strings.ReplaceAll(tc.cfg, "HOST", host)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stderr syncBuffer
+			home := t.TempDir()
+			if err := os.WriteFile(filepath.Join(home, "secret"), []byte("from-the-callers-env"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := client(t, map[string]string{"DOCKER_CONFIG": dc, "PATH": bin + ":/usr/bin:/bin", "HOME": home})
+			c.Stderr = &stderr
+			if tc.timeout > 0 {
+				c.Timeout = tc.timeout
+			}
+			ref := ociRef(t, srv, ":1.0.0")
+			// The hang guard: far beyond the timeout, failing with what
+			// it waited for.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Fetch(ctx, ref, t.TempDir())
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-ctx.Done():
+				t.Fatal("the fetch did not return within a minute of a credential helper that hangs: the helper and its child were not killed at the timeout")
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("fetch with the helper's credential: %v", err)
+				}
+				return
+			}
+			want := strings.NewReplacer("REF", ref.String(), "HOST", host, "CONFIG", config).Replace(tc.want)
+			if err == nil || err.Error() != want {
+				t.Fatalf("error\n%v\nwant\n%s", err, want)
+			}
+			if strings.Contains(err.Error(), "leaked-s3cret") {
+				t.Errorf("the error shows what the helper printed on stdout: %v", err)
+			}
+			if tc.name == "fails" && !strings.Contains(stderr.String(), "the keyring is locked") {
+				t.Errorf("the helper's stderr did not reach the caller's: %q", stderr.String())
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestHelperEnvReachesTheDaemon: every variable a credential helper runs
+// with is one a client passes to rukhd, so that through the daemon it is
+// the caller's.
+func TestHelperEnvReachesTheDaemon(t *testing.T) {
+	for _, k := range helperEnv {
+		if got := envpolicy.ForDaemon("RUKH_HOME", []string{k + "=v"}); len(got) != 1 {
+			t.Errorf("%s, which a credential helper runs with, is not passed to rukhd (envpolicy.Sources)", k)
+		}
 	}
 }
