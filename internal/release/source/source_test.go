@@ -541,7 +541,7 @@ func TestCredentialHelpers(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name, cfg, want string
-		timeout        time.Duration
+		timeout         time.Duration
 	}{
 		{name: "credsStore", cfg: `{"credsStore": "good"}`},
 		{name: "credHelpers", cfg: `{"credsStore": "bad", "credHelpers": {"HOST": "good"}}`},
