@@ -513,6 +513,11 @@ func TestHTTPSAndOfflineSources(t *testing.T) {
 			t.Errorf("outdated offline: exit %d\n%s%s", code, out, errOut)
 		}
 		e.fails("acme.greet: not upgraded: "+url+": could not reach "+host, "ext", "upgrade", "--all")
+		for _, args := range [][]string{{"ext", "upgrade", "--all"}, {"ext", "upgrade", "acme.greet"}} {
+			if out, errOut, code := e.rukh(args...); code != 69 {
+				t.Errorf("rukh %s offline: exit %d, want 69 (unavailable)\n%s%s", strings.Join(args, " "), code, out, errOut)
+			}
+		}
 	})
 }
 

@@ -56,12 +56,18 @@ func sourceError(err error) error {
 		return err
 	}
 	err = fmt.Errorf("%w; nothing was changed", err)
-	var ue *source.UnreachableError
-	var st *source.StallError
-	if errors.As(err, &ue) || errors.As(err, &st) {
+	if unavailable(err) {
 		return &ExitError{Status: exitcode.Unavailable, Err: err}
 	}
 	return err
+}
+
+// unavailable reports whether err is a source that could not be reached
+// or stalled.
+func unavailable(err error) bool {
+	var ue *source.UnreachableError
+	var st *source.StallError
+	return errors.As(err, &ue) || errors.As(err, &st)
 }
 
 // fetchDir is where fetched archives wait for the install path: a fresh
@@ -267,6 +273,7 @@ type outdatedRow struct {
 	plain bool
 	ref   *source.Ref
 	next  *source.Ref
+	err   error // what Error says, typed
 }
 
 // sourcedReleases are the releases with a source to ask: per package,
@@ -307,7 +314,7 @@ func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bo
 	row := outdatedRow{Package: r.Package, Installed: r.Version, Source: r.Source.Ref, Resolved: r.Source.Resolved, Fixed: r.Source.Fixed, plain: r.Source.PlainHTTP}
 	ref, err := source.Parse(r.Source.Ref, true)
 	if err != nil {
-		row.Error = err.Error()
+		row.Error, row.err = err.Error(), err
 		return row
 	}
 	row.ref = ref
@@ -315,13 +322,13 @@ func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bo
 	case ref.Scheme == source.SchemeHTTPS:
 		dir, done, err := fetchDir()
 		if err != nil {
-			row.Error = err.Error()
+			row.Error, row.err = err.Error(), err
 			return row
 		}
 		defer done()
 		got, err := c.Fetch(ctx, ref, dir)
 		if err != nil {
-			row.Error = err.Error()
+			row.Error, row.err = err.Error(), err
 			return row
 		}
 		row.Latest = r.Version
@@ -333,7 +340,7 @@ func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bo
 		// latest.
 		tags, err := c.Tags(ctx, ref)
 		if err != nil {
-			row.Error = err.Error()
+			row.Error, row.err = err.Error(), err
 			return row
 		}
 		newest := source.Newest(tags, pre)
@@ -351,7 +358,7 @@ func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bo
 		// when it names another manifest now.
 		d, ann, err := c.Resolve(ctx, ref)
 		if err != nil {
-			row.Error = err.Error()
+			row.Error, row.err = err.Error(), err
 			return row
 		}
 		row.Latest = r.Version
@@ -484,10 +491,13 @@ installed package. A failed upgrade leaves the previous release active.
 			if err != nil {
 				return err
 			}
-			failed := 0
+			failed, offline := 0, 0
 			for _, p := range plans {
 				if p.err != nil {
 					failed++
+					if unavailable(p.err) {
+						offline++
+					}
 					fmt.Fprintf(f.IO.ErrOut, "%s: not upgraded: %s\n", safe(p.pkg), safe(p.err.Error()))
 					continue
 				}
@@ -501,11 +511,21 @@ installed package. A failed upgrade leaves the previous release active.
 				}
 				if err := upgradeOne(cmd.Context(), f, h.Admin(), clientForPlain(c, p.plain), p, pin); err != nil {
 					failed++
+					if unavailable(err) {
+						offline++
+					}
 					fmt.Fprintf(f.IO.ErrOut, "%s: upgrade failed, %s stays active: %s\n", safe(p.pkg), p.installed, safeLines(err.Error()))
 				}
 			}
 			if failed > 0 {
-				return &ExitError{Status: exitcode.Failed, Err: fmt.Errorf("%d package%s not upgraded", failed, plural(failed)), Reported: true}
+				// Offline (every failure a source not reached or stalled):
+				// the status of an unreachable service, as outdated and
+				// install exit.
+				status := exitcode.Failed
+				if offline == failed {
+					status = exitcode.Unavailable
+				}
+				return &ExitError{Status: status, Err: fmt.Errorf("%d package%s not upgraded", failed, plural(failed)), Reported: true}
 			}
 			return nil
 		},
@@ -579,7 +599,10 @@ func upgradePlans(ctx context.Context, f *Factory, c *source.Client, st *admin.S
 func planFrom(row outdatedRow) upgradePlan {
 	p := upgradePlan{pkg: row.Package, installed: row.Installed, latest: row.Latest, source: row.Source, plain: row.plain}
 	if row.Error != "" {
-		p.err = errors.New(row.Error)
+		p.err = row.err
+		if p.err == nil {
+			p.err = errors.New(row.Error)
+		}
 	} else if row.Upgrade {
 		p.next = row.next
 	}
