@@ -70,10 +70,11 @@ func unavailable(err error) bool {
 	return errors.As(err, &ue) || errors.As(err, &st)
 }
 
-// fetchDir is where fetched archives wait for the install path: a fresh
-// private directory, removed by the returned func.
-func fetchDir() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "release-fetch-")
+// scratchDir is a fresh private directory for unpacking an archive
+// outside the store (`ext publish` reads what it publishes), removed by
+// the returned func.
+func scratchDir() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "release-publish-")
 	if err != nil {
 		return "", nil, err
 	}
@@ -142,7 +143,7 @@ func archiveMeta(path, typed string) (source.Meta, error) {
 	} else if !fi.Mode().IsRegular() {
 		return meta, fmt.Errorf("%s is not a release archive (a regular .tar.gz file made by `ext pack`)", typed)
 	}
-	dir, done, err := fetchDir()
+	dir, done, err := scratchDir()
 	if err != nil {
 		return meta, err
 	}
@@ -211,7 +212,7 @@ func installSource(cmd *cobra.Command, f *Factory, arg, pin string, opts admin.I
 // fetchAndInstall fetches ref and installs what it fetched, recording
 // the source with the digest actually fetched.
 func fetchAndInstall(ctx context.Context, c *source.Client, a *admin.Admin, ref *source.Ref, pin string, opts admin.InstallOptions, fixed, plain bool) (*admin.InstallResult, error) {
-	dir, done, err := fetchDir()
+	dir, done, err := a.FetchDir()
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +311,7 @@ func sourcedReleases(st *admin.State) []*store.Release {
 
 // checkSource asks r's source for what it offers now, without
 // installing anything.
-func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bool) outdatedRow {
+func checkSource(ctx context.Context, c *source.Client, a *admin.Admin, r *store.Release, pre bool) outdatedRow {
 	row := outdatedRow{Package: r.Package, Installed: r.Version, Source: r.Source.Ref, Resolved: r.Source.Resolved, Fixed: r.Source.Fixed, plain: r.Source.PlainHTTP}
 	ref, err := source.Parse(r.Source.Ref, true)
 	if err != nil {
@@ -320,7 +321,7 @@ func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bo
 	row.ref = ref
 	switch {
 	case ref.Scheme == source.SchemeHTTPS:
-		dir, done, err := fetchDir()
+		dir, done, err := a.FetchDir()
 		if err != nil {
 			row.Error, row.err = err.Error(), err
 			return row
@@ -397,14 +398,18 @@ marked for upgrade.`,
 			if err != nil {
 				return err
 			}
-			st, err := state(cmd, f)
+			h, err := f.Host()
+			if err != nil {
+				return err
+			}
+			st, err := h.Admin().State()
 			if err != nil {
 				return err
 			}
 			rows := []outdatedRow{}
 			failed := 0
 			for _, r := range sourcedReleases(st) {
-				row := checkSource(cmd.Context(), clientFor(c, r), r, pre)
+				row := checkSource(cmd.Context(), clientFor(c, r), h.Admin(), r, pre)
 				if row.Error != "" {
 					failed++
 					fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", row.Package, safe(row.Error))
@@ -487,7 +492,7 @@ installed package. A failed upgrade leaves the previous release active.
 			if err != nil {
 				return err
 			}
-			plans, err := upgradePlans(cmd.Context(), f, c, st, args, all, pre)
+			plans, err := upgradePlans(cmd.Context(), f, c, h.Admin(), st, args, all, pre)
 			if err != nil {
 				return err
 			}
@@ -554,7 +559,7 @@ type upgradePlan struct {
 	err                            error
 }
 
-func upgradePlans(ctx context.Context, f *Factory, c *source.Client, st *admin.State, args []string, all, pre bool) ([]upgradePlan, error) {
+func upgradePlans(ctx context.Context, f *Factory, c *source.Client, adm *admin.Admin, st *admin.State, args []string, all, pre bool) ([]upgradePlan, error) {
 	sourced := sourcedReleases(st)
 	var plans []upgradePlan
 	if all {
@@ -563,7 +568,7 @@ func upgradePlans(ctx context.Context, f *Factory, c *source.Client, st *admin.S
 				fmt.Fprintf(f.IO.ErrOut, "%s %s was installed by digest or with --pin (%s): not moved; name a new reference to upgrade it\n", r.Package, r.Version, r.Source.Ref)
 				continue
 			}
-			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, r), r, pre)))
+			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, r), adm, r, pre)))
 		}
 		return plans, nil
 	}
@@ -590,7 +595,7 @@ func upgradePlans(ctx context.Context, f *Factory, c *source.Client, st *admin.S
 			r := sourced[i]
 			plans = append(plans, upgradePlan{pkg: a, err: fmt.Errorf("%s %s was installed by digest or with --pin (%s) and is not moved by name; name the new reference: `%s ext upgrade oci://HOST/REPO@sha256:HEX`", a, r.Version, r.Source.Ref, f.Name)})
 		default:
-			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, sourced[i]), sourced[i], pre)))
+			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, sourced[i]), adm, sourced[i], pre)))
 		}
 	}
 	return plans, nil

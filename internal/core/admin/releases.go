@@ -402,6 +402,32 @@ func hasFile(name string) bool {
 
 const stagingPrefix = ".staging-"
 
+// FetchDir is a new private directory for archives fetched from a source
+// (`ext install oci://…`) while they wait for the install path, and its
+// removal. It is a staging directory of this process in the releases
+// directory: on the store's filesystem, and swept like any staging
+// directory once this process is gone (a fetch killed with SIGKILL
+// leaves nothing for good).
+func (a *Admin) FetchDir() (string, func(), error) {
+	if err := os.MkdirAll(a.ReleasesDir(), 0o700); err != nil {
+		return "", nil, err
+	}
+	stagingMu.Lock()
+	a.removeStaleStaging()
+	dir, err := os.MkdirTemp(a.ReleasesDir(), stagingPrefix+strconv.Itoa(os.Getpid())+"-fetch-")
+	if err == nil {
+		liveStaging.Store(dir, true)
+	}
+	stagingMu.Unlock()
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() {
+		liveStaging.Delete(dir)
+		removeTree(dir)
+	}, nil
+}
+
 // stage copies or unpacks the release at src into the empty dir staging.
 // src is opened without blocking, so a named pipe or device given as the
 // release (or swapped in for it) is refused rather than waited on.
