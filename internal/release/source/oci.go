@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -119,6 +121,24 @@ func (c *Client) plainHTTP(ctx context.Context, reg string) (bool, error) {
 		resp.Body.Close()
 	case errors.Is(err, http.ErrSchemeMismatch) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		plain = true
+	case tlsFailure(err) && !stalled(ctx):
+		// A loopback server that does not answer TLS with HTTP (it
+		// closes, or answers garbage): ask it in plain HTTP, as docker
+		// does for localhost.
+		preq, perr := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+reg+"/v2/", nil)
+		if perr != nil {
+			return false, perr
+		}
+		presp, perr := c.http.Do(preq)
+		if perr != nil {
+			return false, c.netError(ctx, reg, "the registry", fmt.Errorf("%w (and in plain http: %v); if it is a plain-http registry, give --plain-http", innermost(err), innermost(perr)))
+		}
+		presp.Body.Close()
+		plain = true
+	case !stalled(ctx) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
+		// It hung up on the TLS hello: perhaps plain HTTP, perhaps not;
+		// only the owner knows.
+		return false, c.netError(ctx, reg, "the registry", fmt.Errorf("%w (it closed the connection on the TLS handshake; if it is a plain-http registry, give --plain-http)", innermost(err)))
 	default:
 		return false, c.netError(ctx, reg, "the registry", err)
 	}
@@ -126,6 +146,13 @@ func (c *Client) plainHTTP(ctx context.Context, reg string) (bool, error) {
 	c.plain[reg] = plain
 	c.mu.Unlock()
 	return plain, nil
+}
+
+// tlsFailure reports whether err is a TLS handshake that failed because
+// the server does not speak TLS (not a certificate it refused).
+func tlsFailure(err error) bool {
+	var rhe tls.RecordHeaderError
+	return errors.As(err, &rhe) || strings.Contains(err.Error(), "tls: first record does not look like a TLS handshake")
 }
 
 // netError classifies err of a request to host.

@@ -637,3 +637,89 @@ func TestHelperEnvReachesTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+// notTLSListener serves plain HTTP, and answers a TLS hello with bytes
+// that are neither TLS nor HTTP, then closes: a plain-http registry that
+// Go's TLS client can not recognize as one.
+type notTLSListener struct {
+	net.Listener
+	hangUp bool // close on a TLS hello without a byte
+}
+
+func (l notTLSListener) Accept() (net.Conn, error) {
+	for {
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		first := make([]byte, 1)
+		if _, err := io.ReadFull(conn, first); err != nil {
+			conn.Close()
+			continue
+		}
+		if first[0] == 0x16 { // a TLS handshake record
+			if !l.hangUp {
+				conn.Write([]byte("nope\r\n"))
+			}
+			conn.Close()
+			continue
+		}
+		return &prefixConn{conn, first}, nil
+	}
+}
+
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// TestLoopbackPlainHTTPWithoutHint: a loopback registry in plain HTTP
+// whose answer to a TLS hello is not an HTTP response is still found to
+// be plain HTTP (as docker treats localhost), without --plain-http.
+func TestLoopbackPlainHTTPWithoutHint(t *testing.T) {
+	f := &fakeRegistry{t: t, manifests: map[string][]byte{}, blobs: map[string][]byte{}}
+	archive := []byte("the archive bytes")
+	d := f.release("1.0.0", archive, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &httptest.Server{Listener: notTLSListener{Listener: ln}, Config: &http.Server{Handler: f}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	got, err := client(t, nil).Fetch(context.Background(), ociRef(t, srv, ":1.0.0"), t.TempDir())
+	if err != nil {
+		t.Fatalf("fetch from a loopback plain-http registry that answers TLS with garbage: %v", err)
+	}
+	if got.Resolved != d {
+		t.Errorf("resolved %s, want %s", got.Resolved, d)
+	}
+
+	// One that hangs up on a TLS hello may or may not be plain HTTP: the
+	// error says to give --plain-http.
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := &httptest.Server{Listener: notTLSListener{ln2, true}, Config: &http.Server{Handler: f}}
+	srv2.Start()
+	t.Cleanup(srv2.Close)
+	_, err = client(t, nil).Fetch(context.Background(), ociRef(t, srv2, ":1.0.0"), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "it closed the connection on the TLS handshake; if it is a plain-http registry, give --plain-http") {
+		t.Errorf("a loopback registry that hangs up on TLS: %v", err)
+	}
+	c := client(t, nil)
+	c.PlainHTTP = true
+	if _, err := c.Fetch(context.Background(), ociRef(t, srv2, ":1.0.0"), t.TempDir()); err != nil {
+		t.Errorf("with --plain-http: %v", err)
+	}
+}
