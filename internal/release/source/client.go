@@ -41,6 +41,11 @@ const (
 	DefaultTimeout = 30 * time.Second
 	// MaxTimeout bounds --timeout.
 	MaxTimeout = 10 * time.Minute
+	// MaxOperation bounds one operation (a fetch, a push, a resolve, a
+	// tag list) in all, however steadily bytes arrive, so a source that
+	// trickles a byte just within every --timeout can not hold a command
+	// for days: the largest archive moves in it at 164 KiB/s.
+	MaxOperation = 30 * time.Minute
 	// maxConfigBytes bounds the container credential file read to say
 	// which credential was tried.
 	maxConfigBytes = 4 << 20
@@ -65,6 +70,8 @@ type Client struct {
 	Stderr io.Writer
 	// MaxManifest and MaxArchive replace the limits when > 0 (tests).
 	MaxManifest, MaxArchive int64
+	// MaxOperation replaces the bound of one operation when > 0 (tests).
+	MaxOperation time.Duration
 
 	once     sync.Once
 	http     *http.Client
@@ -287,12 +294,29 @@ type watch struct {
 
 type watchKey struct{}
 
-// watch returns ctx bounded by a fresh watch, and its stop.
+// watch returns ctx bounded by a fresh watch and by the bound of one
+// operation, and its stop.
 func (c *Client) watch(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &watch{d: c.timeout()}
 	w.timer = time.AfterFunc(w.d, func() { cancel(errStalled) })
-	return context.WithValue(ctx, watchKey{}, w), func() { w.timer.Stop(); cancel(nil) }
+	total := time.AfterFunc(c.maxOperation(), func() { cancel(errTooLong) })
+	return context.WithValue(ctx, watchKey{}, w), func() { w.timer.Stop(); total.Stop(); cancel(nil) }
+}
+
+func (c *Client) maxOperation() time.Duration {
+	if c.MaxOperation > 0 {
+		return c.MaxOperation
+	}
+	return MaxOperation
+}
+
+// stallError is the StallError of what, for the bound that ended ctx.
+func (c *Client) stallError(ctx context.Context, what string) *StallError {
+	if errors.Is(context.Cause(ctx), errTooLong) {
+		return &StallError{What: what, Timeout: c.timeout(), Total: c.maxOperation()}
+	}
+	return &StallError{What: what, Timeout: c.timeout()}
 }
 
 func kick(ctx context.Context) {
@@ -301,8 +325,12 @@ func kick(ctx context.Context) {
 	}
 }
 
-// stalled reports whether ctx ended because its watch fired.
-func stalled(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errStalled) }
+// stalled reports whether ctx ended because its watch fired or the
+// operation went on for too long.
+func stalled(ctx context.Context) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(cause, errStalled) || errors.Is(cause, errTooLong)
+}
 
 // progressTransport kicks the request's watch when it starts, at every
 // read of the request's body (an upload), when its response arrives and

@@ -135,7 +135,7 @@ func (c *Client) helperGet(ctx context.Context, helper, from, server string) (au
 	err = cmd.Run()
 	if ctx.Err() != nil {
 		if stalled(ctx) {
-			return auth.EmptyCredential, &StallError{What: fmt.Sprintf("the credential helper %s (%s)", helper, from), Timeout: c.timeout()}
+			return auth.EmptyCredential, c.stallError(ctx, fmt.Sprintf("the credential helper %s (%s)", helper, from))
 		}
 		return auth.EmptyCredential, ctx.Err()
 	}

@@ -169,7 +169,7 @@ func (c *Client) netError(ctx context.Context, host, what string, err error) err
 	case errors.As(err, &st):
 		return st
 	case stalled(ctx):
-		return &StallError{What: what, Timeout: c.timeout()}
+		return c.stallError(ctx, what)
 	case errors.As(err, &re), errors.As(err, &ae), errors.As(err, &nf):
 		if re != nil {
 			return re
@@ -384,7 +384,7 @@ func (c *Client) save(ctx context.Context, host, what string, r io.Reader, want 
 
 func (c *Client) readError(ctx context.Context, host, what string, err error) error {
 	if stalled(ctx) {
-		return &StallError{What: "reading " + what, Timeout: c.timeout()}
+		return c.stallError(ctx, "reading "+what)
 	}
 	return c.netError(ctx, host, what, err)
 }

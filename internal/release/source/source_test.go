@@ -723,3 +723,34 @@ func TestLoopbackPlainHTTPWithoutHint(t *testing.T) {
 		t.Errorf("with --plain-http: %v", err)
 	}
 }
+
+// TestOperationBound: a registry that trickles the archive a byte at a
+// time, each well within the timeout, is cut off by the bound of one
+// operation (injected small here; MaxOperation in use).
+func TestOperationBound(t *testing.T) {
+	f, srv := newFake(t)
+	archive := []byte(strings.Repeat("release ", 64))
+	f.release("1.0.0", archive, nil)
+	f.blob = func(w http.ResponseWriter, r *http.Request, data []byte) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+		for i := range data {
+			if _, err := w.Write(data[i : i+1]); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done(): // the client gave up
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	c := client(t, nil)
+	c.Timeout = 10 * time.Second
+	c.MaxOperation = 300 * time.Millisecond
+	err := fetchErr(t, c, ociRef(t, srv, ":1.0.0"), fmt.Sprintf("REF: reading the release archive %s did not finish within 300ms, the bound of one operation however steadily bytes arrive; the connection was closed", sha(archive)))
+	var st *StallError
+	if !errors.As(err, &st) || st.Total != c.MaxOperation {
+		t.Errorf("%T is not the StallError of the operation's bound", err)
+	}
+}
