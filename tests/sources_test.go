@@ -494,6 +494,18 @@ func TestHTTPSAndOfflineSources(t *testing.T) {
 		if rows := e.outdated(); !rows[0].Upgrade || rows[0].Latest != "changed" {
 			t.Errorf("outdated of a URL that serves another archive: %+v", rows)
 		}
+		// --pin goes with a named reference only.
+		for _, args := range [][]string{{"ext", "upgrade", "--all", "--pin", "sha256:" + strings.Repeat("0", 64)}, {"ext", "upgrade", "acme.greet", "--pin", "sha256:" + strings.Repeat("0", 64)}} {
+			if out, errOut, code := e.rukh(args...); code != 2 || !strings.Contains(errOut, "--pin goes with a named reference") {
+				t.Errorf("rukh %s: exit %d, want a usage error\n%s%s", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+		// A version tag that is not the release's version is a usage error.
+		rel := e.release(key, "acme", "0.2.0", "howdy")
+		if out, errOut, code := e.rukh("ext", "publish", rel, "oci://127.0.0.1:1/acme/greet:9.9.9"); code != 2 ||
+			!strings.Contains(errOut, "the tag 9.9.9 is a version, but the release is acme.greet 0.2.0; tag it 0.2.0, or with a tag that is not a version, like latest") {
+			t.Errorf("publish to a version tag of another version: exit %d\n%s%s", code, out, errOut)
+		}
 		e.ok("ext", "upgrade", "acme.greet")
 		if got := e.ok("greet", "Bo"); !strings.Contains(got, "howdy, Bo") {
 			t.Errorf("the upgraded command: %q", got)

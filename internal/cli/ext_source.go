@@ -112,7 +112,7 @@ $DOCKER_CONFIG) and its helpers, as ` + "`docker login`" + ` or ` + "`oras login
 				return err
 			}
 			if source.Canonical(ref.Tag) != "" && source.Canonical(ref.Tag) != source.Canonical(meta.Version) {
-				return (fmt.Errorf("%s: the tag %s is a version, but the release is %s %s; tag it %s (or with a tag that is not a version, like latest)", args[1], ref.Tag, meta.Package, meta.Version, meta.Version))
+				return &UsageError{fmt.Errorf("%s: the tag %s is a version, but the release is %s %s; tag it %s, or with a tag that is not a version, like latest", args[1], ref.Tag, meta.Package, meta.Version, meta.Version)}
 			}
 			digest, err := c.Push(cmd.Context(), ref, f.Abs(args[0]), meta)
 			if err != nil {
@@ -244,13 +244,7 @@ func fetchAndInstall(ctx context.Context, c *source.Client, a *admin.Admin, ref 
 	return res, nil
 }
 
-func loopbackRef(ref *source.Ref) bool {
-	host := ref.Host()
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
-		host = host[:i]
-	}
-	return source.Loopback(strings.Trim(host, "[]"))
-}
+func loopbackRef(ref *source.Ref) bool { return source.LoopbackHost(ref.Host()) }
 
 // outdatedRow is one package with a source, as `ext outdated` reports it.
 type outdatedRow struct {
@@ -453,7 +447,12 @@ marked for upgrade.`,
 
 // clientFor is c, speaking plain HTTP when r's source was installed so.
 func clientFor(c *source.Client, r *store.Release) *source.Client {
-	if r.Source == nil || !r.Source.PlainHTTP || c.PlainHTTP {
+	return plainClient(c, r.Source != nil && r.Source.PlainHTTP)
+}
+
+// plainClient is c, speaking plain HTTP when plain is set.
+func plainClient(c *source.Client, plain bool) *source.Client {
+	if !plain || c.PlainHTTP {
 		return c
 	}
 	return &source.Client{Getenv: c.Getenv, Stderr: c.Stderr, PlainHTTP: true, Timeout: c.Timeout}
@@ -479,6 +478,9 @@ installed package. A failed upgrade leaves the previous release active.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
 				return &UsageError{errors.New("ext upgrade takes packages or references to upgrade, or --all")}
+			}
+			if pin != "" && (all || slices.ContainsFunc(args, func(a string) bool { return !source.IsSource(a) })) {
+				return &UsageError{errors.New("--pin goes with a named reference (ext upgrade oci://HOST/REPO@sha256:HEX --pin sha256:…): it accepts that exact release, not whatever --all or a package's source offers")}
 			}
 			c, err := sf.client(f)
 			if err != nil {
@@ -514,7 +516,7 @@ installed package. A failed upgrade leaves the previous release active.
 					fmt.Fprintf(f.IO.Out, "would upgrade %s %s to %s from %s\n", safe(p.pkg), p.installed, safe(p.latest), safe(p.next.String()))
 					continue
 				}
-				if err := upgradeOne(cmd.Context(), f, h.Admin(), clientForPlain(c, p.plain), p, pin); err != nil {
+				if err := upgradeOne(cmd.Context(), f, h.Admin(), plainClient(c, p.plain), p, pin); err != nil {
 					failed++
 					if unavailable(err) {
 						offline++
@@ -541,13 +543,6 @@ installed package. A failed upgrade leaves the previous release active.
 	cmd.Flags().StringVar(&pin, "pin", "", "accept this exact release digest even if unsigned (sha256:HEX), with a named reference")
 	sf.add(cmd)
 	return cmd
-}
-
-func clientForPlain(c *source.Client, plain bool) *source.Client {
-	if !plain || c.PlainHTTP {
-		return c
-	}
-	return &source.Client{Getenv: c.Getenv, Stderr: c.Stderr, PlainHTTP: true, Timeout: c.Timeout}
 }
 
 // upgradePlan is what `ext upgrade` does for one package.

@@ -98,11 +98,7 @@ func (c *Client) plainHTTP(ctx context.Context, reg string) (bool, error) {
 	if c.PlainHTTP {
 		return true, nil
 	}
-	host, _, err := net.SplitHostPort(reg)
-	if err != nil {
-		host = reg
-	}
-	if !Loopback(host) {
+	if !LoopbackHost(reg) {
 		return false, nil
 	}
 	c.mu.Lock()
@@ -321,7 +317,10 @@ func (c *Client) fetchOCI(ctx context.Context, ref *Ref, dir string) (*Fetched, 
 	}
 	layer := m.Layers[0]
 	what := "the release archive " + layer.Digest.String()
-	if limit := c.maxArchive(); layer.Size > limit || layer.Size < 0 {
+	if layer.Size < 0 {
+		return nil, &NotReleaseError{fmt.Sprintf("the layer declares a negative size (%d bytes)", layer.Size)}
+	}
+	if limit := c.maxArchive(); layer.Size > limit {
 		return nil, &TooLargeError{What: what, Size: layer.Size, Limit: limit}
 	}
 	rc, err := repo.Blobs().Fetch(ctx, layer)

@@ -310,6 +310,11 @@ func TestFetchRefusals(t *testing.T) {
 		c.MaxManifest = 1024
 		fetchErr(t, c, ociRef(t, srv, ":1.0.0"), fmt.Sprintf("REF: the manifest is %d bytes; the limit is 1024, so it was not fetched", len(f.manifests[d])))
 	})
+	t.Run("negative layer size", func(t *testing.T) {
+		f, srv := newFake(t)
+		f.release("1.0.0", archive, func(m *ocispec.Manifest) { m.Layers[0].Size = -1 })
+		fetchErr(t, client(t, nil), ociRef(t, srv, ":1.0.0"), "REF: not a release artifact: the layer declares a negative size (-1 bytes) (publish releases with `ext publish ARCHIVE oci://…`)")
+	})
 	t.Run("archive over the limit", func(t *testing.T) {
 		f, srv := newFake(t)
 		f.release("1.0.0", archive, nil)
@@ -752,5 +757,17 @@ func TestOperationBound(t *testing.T) {
 	var st *StallError
 	if !errors.As(err, &st) || st.Total != c.MaxOperation {
 		t.Errorf("%T is not the StallError of the operation's bound", err)
+	}
+}
+
+func TestLoopbackHost(t *testing.T) {
+	for in, want := range map[string]bool{
+		"localhost": true, "localhost:5000": true, "127.0.0.1": true, "127.0.0.1:5000": true,
+		"[::1]": true, "[::1]:5000": true, "::1": true,
+		"registry.example": false, "registry.example:5000": false, "192.0.2.2:80": false, "[2001:db8::1]:5000": false,
+	} {
+		if got := LoopbackHost(in); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", in, got, want)
+		}
 	}
 }
