@@ -128,6 +128,7 @@ func TestLimitsDocumented(t *testing.T) {
 		{"source", "MaxRedirects", count(source.MaxRedirects)},
 		{"source", "DefaultTimeout", dur(source.DefaultTimeout)},
 		{"source", "MaxTimeout", dur(source.MaxTimeout)},
+		{"source", "MaxOperation", dur(source.MaxOperation)},
 		{"mcpconfig", "MaxFileBytes", size(mcpconfig.MaxFileBytes)},
 		{"mcpconfig", "MaxBackups", count(mcpconfig.MaxBackups)},
 		{"mcphttp", "MaxConnections", count(mcphttp.MaxConnections)},

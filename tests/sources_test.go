@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -493,6 +494,18 @@ func TestHTTPSAndOfflineSources(t *testing.T) {
 		if rows := e.outdated(); !rows[0].Upgrade || rows[0].Latest != "changed" {
 			t.Errorf("outdated of a URL that serves another archive: %+v", rows)
 		}
+		// --pin goes with a named reference only.
+		for _, args := range [][]string{{"ext", "upgrade", "--all", "--pin", "sha256:" + strings.Repeat("0", 64)}, {"ext", "upgrade", "acme.greet", "--pin", "sha256:" + strings.Repeat("0", 64)}} {
+			if out, errOut, code := e.rukh(args...); code != 2 || !strings.Contains(errOut, "--pin goes with a named reference") {
+				t.Errorf("rukh %s: exit %d, want a usage error\n%s%s", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+		// A version tag that is not the release's version is a usage error.
+		rel := e.release(key, "acme", "0.2.0", "howdy")
+		if out, errOut, code := e.rukh("ext", "publish", rel, "oci://127.0.0.1:1/acme/greet:9.9.9"); code != 2 ||
+			!strings.Contains(errOut, "the tag 9.9.9 is a version, but the release is acme.greet 0.2.0; tag it 0.2.0, or with a tag that is not a version, like latest") {
+			t.Errorf("publish to a version tag of another version: exit %d\n%s%s", code, out, errOut)
+		}
 		e.ok("ext", "upgrade", "acme.greet")
 		if got := e.ok("greet", "Bo"); !strings.Contains(got, "howdy, Bo") {
 			t.Errorf("the upgraded command: %q", got)
@@ -512,5 +525,143 @@ func TestHTTPSAndOfflineSources(t *testing.T) {
 			t.Errorf("outdated offline: exit %d\n%s%s", code, out, errOut)
 		}
 		e.fails("acme.greet: not upgraded: "+url+": could not reach "+host, "ext", "upgrade", "--all")
+		for _, args := range [][]string{{"ext", "upgrade", "--all"}, {"ext", "upgrade", "acme.greet"}} {
+			if out, errOut, code := e.rukh(args...); code != 69 {
+				t.Errorf("rukh %s offline: exit %d, want 69 (unavailable)\n%s%s", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+	})
+}
+
+// TestRegistrySourcesHostileAnnotation: a registry's annotations are
+// unverified text. A release installed from a tag that is not a version
+// (latest) is outdated when the tag names another manifest; the version
+// that manifest claims is shown only when it is a semantic version, and
+// nothing a registry wrote reaches the terminal raw: `ext outdated` and
+// `ext upgrade --dry-run` print no control character.
+func TestRegistrySourcesHostileAnnotation(t *testing.T) {
+	registryBinary(t)
+	addr := startRegistry(t, nil)
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		e := newSourceEnv(t, h, nil)
+		path := strings.ReplaceAll(h.Mode, "-", "") + "/greet"
+		repo := fmt.Sprintf("oci://%s/%s", addr, path)
+		key := filepath.Join(e.dir, "acme.key")
+		e.ok("trust", "keygen", key)
+		e.ok("trust", "add", "acme", key+".pub")
+		h.serve(t, e.home)
+		e.ok("ext", "publish", e.release(key, "acme", "0.1.0", "hello"), repo+":latest")
+		e.ok("ext", "install", repo+":latest")
+
+		// Another manifest under latest, whose version annotation would
+		// retitle the terminal and clear the screen.
+		murl := fmt.Sprintf("http://%s/v2/%s/manifests/latest", addr, path)
+		req, _ := http.NewRequest(http.MethodGet, murl, nil)
+		req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m["annotations"].(map[string]any)["org.opencontainers.image.version"] = "9.9.9\x1b]0;pwned\x07\x1b[2J\u009b31m"
+		data, _ := json.Marshal(m)
+		req, _ = http.NewRequest(http.MethodPut, murl, strings.NewReader(string(data)))
+		req.Header.Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+		if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("PUT the hostile manifest: %v %v", resp, err)
+		}
+		resp.Body.Close()
+
+		for _, args := range [][]string{{"ext", "outdated"}, {"ext", "upgrade", "--dry-run", "acme.greet"}, {"ext", "upgrade", "--dry-run", "--all"}} {
+			out, errOut, code := e.rukh(args...)
+			if code != 0 {
+				t.Errorf("rukh %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+			}
+			if strings.ContainsAny(out+errOut, "\x1b\x07\u009b") {
+				t.Errorf("rukh %s printed a registry's control characters raw:\n%q", strings.Join(args, " "), out+errOut)
+			}
+			if !strings.Contains(out, "changed") || strings.Contains(out, "9.9.9") {
+				t.Errorf("rukh %s: a version annotation that is not a semantic version is shown as more than \"changed\":\n%s", strings.Join(args, " "), out)
+			}
+		}
+	})
+}
+
+// TestHTTPSAndOfflineSourcesCredentialHelper: the credential helpers the
+// container credential file names are the caller's: found on the PATH
+// of the rukh command (not the daemon's), run with its environment, on
+// both hosts. A helper that fails is named with the file that names it;
+// one that hangs with a child holding its output is ended by --timeout.
+func TestHTTPSAndOfflineSourcesCredentialHelper(t *testing.T) {
+	forEachHost(t, func(t *testing.T, h *testHost) {
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, p, ok := r.BasicAuth(); !ok || u != "ci" || p != "helper-s3cret" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			if r.URL.Path != "/v2/" {
+				http.NotFound(w, r)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		caFile := filepath.Join(testhome.TempDir(t), "ca.pem")
+		if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e := newSourceEnv(t, h, &testCA{CA: caFile})
+		h.serve(t, e.home) // the daemon's PATH has no helper
+		bin := filepath.Join(e.dir, "bin")
+		os.MkdirAll(bin, 0o755)
+		for name, body := range map[string]string{
+			"rukhgood": `read server; printf '{"ServerURL":"%s","Username":"ci","Secret":"helper-s3cret"}' "$server"`,
+			"rukhbad":  "echo helper-s3cret; echo 'the keyring is locked' >&2; exit 3",
+			"rukhhang": "sleep 300 &\nsleep 300",
+		} {
+			writeFile(t, bin, "docker-credential-"+name, "#!/bin/sh\n"+body+"\n")
+			os.Chmod(filepath.Join(bin, "docker-credential-"+name), 0o755)
+		}
+		e.env = append(e.env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		config := filepath.Join(e.dir, "docker", "config.json")
+		host := srv.Listener.Addr().String()
+		ref := "oci://" + host + "/acme/greet:1.0.0"
+		useHelper := func(name string) {
+			if err := os.WriteFile(config, []byte(fmt.Sprintf(`{"credsStore": %q}`, name)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		useHelper("rukhgood") // the registry accepts it: what is missing is the release
+		e.fails(ref+": the manifest was not found (HTTP 404)", "ext", "install", ref)
+
+		useHelper("rukhbad")
+		e.fails(ref+": credential helper docker-credential-rukhbad (credsStore in "+config+") failed: it exited with exit status 3", "ext", "install", ref)
+		out, errOut, _ := e.rukh("ext", "install", ref)
+		if strings.Contains(out+errOut, "helper-s3cret") {
+			t.Errorf("what the helper printed on stdout is shown:\n%s%s", out, errOut)
+		}
+		if !strings.Contains(errOut, "the keyring is locked") {
+			t.Errorf("the helper's stderr did not reach the command's:\n%s", errOut)
+		}
+
+		useHelper("rukhhang")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, h.Rukh, "ext", "install", "--timeout", "500ms", ref)
+		cmd.Env = e.env
+		cmd.WaitDelay = 5 * time.Second // a helper's orphan holding the output must not hold the test
+		got, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			t.Fatalf("ext install did not return within a minute of a credential helper that hangs (--timeout 500ms): the helper was not killed\n%s", got)
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 69 || !strings.Contains(string(got), ref+": the credential helper docker-credential-rukhhang (credsStore in "+config+") made no progress for 500ms") {
+			t.Errorf("ext install with a helper that hangs: %v\n%s", err, got)
+		}
 	})
 }

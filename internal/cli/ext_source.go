@@ -44,7 +44,7 @@ func (sf *sourceFlags) client(f *Factory) (*source.Client, error) {
 	if sf.timeout <= 0 || sf.timeout > source.MaxTimeout {
 		return nil, &UsageError{fmt.Errorf("--timeout %s is out of range: give more than 0 and at most %s", sf.timeout, source.MaxTimeout)}
 	}
-	return &source.Client{Getenv: envpolicy.Lookup(f.Env), PlainHTTP: sf.plainHTTP, Timeout: sf.timeout}, nil
+	return &source.Client{Getenv: envpolicy.Lookup(f.Env), Stderr: f.IO.ErrOut, PlainHTTP: sf.plainHTTP, Timeout: sf.timeout}, nil
 }
 
 // sourceError makes err of a source say that nothing changed, with the
@@ -56,18 +56,25 @@ func sourceError(err error) error {
 		return err
 	}
 	err = fmt.Errorf("%w; nothing was changed", err)
-	var ue *source.UnreachableError
-	var st *source.StallError
-	if errors.As(err, &ue) || errors.As(err, &st) {
+	if unavailable(err) {
 		return &ExitError{Status: exitcode.Unavailable, Err: err}
 	}
 	return err
 }
 
-// fetchDir is where fetched archives wait for the install path: a fresh
-// private directory, removed by the returned func.
-func fetchDir() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "release-fetch-")
+// unavailable reports whether err is a source that could not be reached
+// or stalled.
+func unavailable(err error) bool {
+	var ue *source.UnreachableError
+	var st *source.StallError
+	return errors.As(err, &ue) || errors.As(err, &st)
+}
+
+// scratchDir is a fresh private directory for unpacking an archive
+// outside the store (`ext publish` reads what it publishes), removed by
+// the returned func.
+func scratchDir() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "release-publish-")
 	if err != nil {
 		return "", nil, err
 	}
@@ -105,7 +112,7 @@ $DOCKER_CONFIG) and its helpers, as ` + "`docker login`" + ` or ` + "`oras login
 				return err
 			}
 			if source.Canonical(ref.Tag) != "" && source.Canonical(ref.Tag) != source.Canonical(meta.Version) {
-				return (fmt.Errorf("%s: the tag %s is a version, but the release is %s %s; tag it %s (or with a tag that is not a version, like latest)", args[1], ref.Tag, meta.Package, meta.Version, meta.Version))
+				return &UsageError{fmt.Errorf("%s: the tag %s is a version, but the release is %s %s; tag it %s, or with a tag that is not a version, like latest", args[1], ref.Tag, meta.Package, meta.Version, meta.Version)}
 			}
 			digest, err := c.Push(cmd.Context(), ref, f.Abs(args[0]), meta)
 			if err != nil {
@@ -136,7 +143,7 @@ func archiveMeta(path, typed string) (source.Meta, error) {
 	} else if !fi.Mode().IsRegular() {
 		return meta, fmt.Errorf("%s is not a release archive (a regular .tar.gz file made by `ext pack`)", typed)
 	}
-	dir, done, err := fetchDir()
+	dir, done, err := scratchDir()
 	if err != nil {
 		return meta, err
 	}
@@ -205,7 +212,7 @@ func installSource(cmd *cobra.Command, f *Factory, arg, pin string, opts admin.I
 // fetchAndInstall fetches ref and installs what it fetched, recording
 // the source with the digest actually fetched.
 func fetchAndInstall(ctx context.Context, c *source.Client, a *admin.Admin, ref *source.Ref, pin string, opts admin.InstallOptions, fixed, plain bool) (*admin.InstallResult, error) {
-	dir, done, err := fetchDir()
+	dir, done, err := a.FetchDir()
 	if err != nil {
 		return nil, err
 	}
@@ -237,13 +244,7 @@ func fetchAndInstall(ctx context.Context, c *source.Client, a *admin.Admin, ref 
 	return res, nil
 }
 
-func loopbackRef(ref *source.Ref) bool {
-	host := ref.Host()
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
-		host = host[:i]
-	}
-	return source.Loopback(strings.Trim(host, "[]"))
-}
+func loopbackRef(ref *source.Ref) bool { return source.LoopbackHost(ref.Host()) }
 
 // outdatedRow is one package with a source, as `ext outdated` reports it.
 type outdatedRow struct {
@@ -267,6 +268,7 @@ type outdatedRow struct {
 	plain bool
 	ref   *source.Ref
 	next  *source.Ref
+	err   error // what Error says, typed
 }
 
 // sourcedReleases are the releases with a source to ask: per package,
@@ -303,25 +305,25 @@ func sourcedReleases(st *admin.State) []*store.Release {
 
 // checkSource asks r's source for what it offers now, without
 // installing anything.
-func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bool) outdatedRow {
+func checkSource(ctx context.Context, c *source.Client, a *admin.Admin, r *store.Release, pre bool) outdatedRow {
 	row := outdatedRow{Package: r.Package, Installed: r.Version, Source: r.Source.Ref, Resolved: r.Source.Resolved, Fixed: r.Source.Fixed, plain: r.Source.PlainHTTP}
 	ref, err := source.Parse(r.Source.Ref, true)
 	if err != nil {
-		row.Error = err.Error()
+		row.Error, row.err = err.Error(), err
 		return row
 	}
 	row.ref = ref
 	switch {
 	case ref.Scheme == source.SchemeHTTPS:
-		dir, done, err := fetchDir()
+		dir, done, err := a.FetchDir()
 		if err != nil {
-			row.Error = err.Error()
+			row.Error, row.err = err.Error(), err
 			return row
 		}
 		defer done()
 		got, err := c.Fetch(ctx, ref, dir)
 		if err != nil {
-			row.Error = err.Error()
+			row.Error, row.err = err.Error(), err
 			return row
 		}
 		row.Latest = r.Version
@@ -333,7 +335,7 @@ func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bo
 		// latest.
 		tags, err := c.Tags(ctx, ref)
 		if err != nil {
-			row.Error = err.Error()
+			row.Error, row.err = err.Error(), err
 			return row
 		}
 		newest := source.Newest(tags, pre)
@@ -351,14 +353,16 @@ func checkSource(ctx context.Context, c *source.Client, r *store.Release, pre bo
 		// when it names another manifest now.
 		d, ann, err := c.Resolve(ctx, ref)
 		if err != nil {
-			row.Error = err.Error()
+			row.Error, row.err = err.Error(), err
 			return row
 		}
 		row.Latest = r.Version
 		if d != r.Source.Resolved {
+			// The registry's annotation is shown only when it is a
+			// version; it is unverified until the signed release is.
 			row.Latest = "changed"
-			if v := ann[source.AnnotationVersion]; v != "" {
-				row.Latest = v
+			if v := ann[source.AnnotationVersion]; source.Canonical(v) != "" {
+				row.Latest = strings.TrimPrefix(v, "v")
 			}
 			row.next, row.Next, row.Upgrade = ref, ref.String(), true
 		}
@@ -388,17 +392,21 @@ marked for upgrade.`,
 			if err != nil {
 				return err
 			}
-			st, err := state(cmd, f)
+			h, err := f.Host()
+			if err != nil {
+				return err
+			}
+			st, err := h.Admin().State()
 			if err != nil {
 				return err
 			}
 			rows := []outdatedRow{}
 			failed := 0
 			for _, r := range sourcedReleases(st) {
-				row := checkSource(cmd.Context(), clientFor(c, r), r, pre)
+				row := checkSource(cmd.Context(), clientFor(c, r), h.Admin(), r, pre)
 				if row.Error != "" {
 					failed++
-					fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", row.Package, row.Error)
+					fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", row.Package, safe(row.Error))
 				}
 				rows = append(rows, row)
 			}
@@ -421,7 +429,7 @@ marked for upgrade.`,
 					case r.Upgrade:
 						latest += " ↑"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Package, r.Installed, latest, r.Source)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Package, r.Installed, safe(latest), safe(r.Source))
 				}
 				tw.Flush()
 			}
@@ -439,10 +447,15 @@ marked for upgrade.`,
 
 // clientFor is c, speaking plain HTTP when r's source was installed so.
 func clientFor(c *source.Client, r *store.Release) *source.Client {
-	if r.Source == nil || !r.Source.PlainHTTP || c.PlainHTTP {
+	return plainClient(c, r.Source != nil && r.Source.PlainHTTP)
+}
+
+// plainClient is c, speaking plain HTTP when plain is set.
+func plainClient(c *source.Client, plain bool) *source.Client {
+	if !plain || c.PlainHTTP {
 		return c
 	}
-	return &source.Client{Getenv: c.Getenv, PlainHTTP: true, Timeout: c.Timeout}
+	return &source.Client{Getenv: c.Getenv, Stderr: c.Stderr, PlainHTTP: true, Timeout: c.Timeout}
 }
 
 func newExtUpgradeCmd(f *Factory) *cobra.Command {
@@ -466,6 +479,9 @@ installed package. A failed upgrade leaves the previous release active.
 			if all == (len(args) > 0) {
 				return &UsageError{errors.New("ext upgrade takes packages or references to upgrade, or --all")}
 			}
+			if pin != "" && (all || slices.ContainsFunc(args, func(a string) bool { return !source.IsSource(a) })) {
+				return &UsageError{errors.New("--pin goes with a named reference (ext upgrade oci://HOST/REPO@sha256:HEX --pin sha256:…): it accepts that exact release, not whatever --all or a package's source offers")}
+			}
 			c, err := sf.client(f)
 			if err != nil {
 				return err
@@ -478,32 +494,45 @@ installed package. A failed upgrade leaves the previous release active.
 			if err != nil {
 				return err
 			}
-			plans, err := upgradePlans(cmd.Context(), f, c, st, args, all, pre)
+			plans, err := upgradePlans(cmd.Context(), f, c, h.Admin(), st, args, all, pre)
 			if err != nil {
 				return err
 			}
-			failed := 0
+			failed, offline := 0, 0
 			for _, p := range plans {
 				if p.err != nil {
 					failed++
-					fmt.Fprintf(f.IO.ErrOut, "%s: not upgraded: %v\n", p.pkg, p.err)
+					if unavailable(p.err) {
+						offline++
+					}
+					fmt.Fprintf(f.IO.ErrOut, "%s: not upgraded: %s\n", safe(p.pkg), safe(p.err.Error()))
 					continue
 				}
 				if p.next == nil {
-					fmt.Fprintf(f.IO.ErrOut, "%s %s is up to date (%s)\n", p.pkg, p.installed, p.source)
+					fmt.Fprintf(f.IO.ErrOut, "%s %s is up to date (%s)\n", p.pkg, p.installed, safe(p.source))
 					continue
 				}
 				if dryRun {
-					fmt.Fprintf(f.IO.Out, "would upgrade %s %s to %s from %s\n", p.pkg, p.installed, p.latest, p.next)
+					fmt.Fprintf(f.IO.Out, "would upgrade %s %s to %s from %s\n", safe(p.pkg), p.installed, safe(p.latest), safe(p.next.String()))
 					continue
 				}
-				if err := upgradeOne(cmd.Context(), f, h.Admin(), clientForPlain(c, p.plain), p, pin); err != nil {
+				if err := upgradeOne(cmd.Context(), f, h.Admin(), plainClient(c, p.plain), p, pin); err != nil {
 					failed++
-					fmt.Fprintf(f.IO.ErrOut, "%s: upgrade failed, %s stays active: %v\n", p.pkg, p.installed, err)
+					if unavailable(err) {
+						offline++
+					}
+					fmt.Fprintf(f.IO.ErrOut, "%s: upgrade failed, %s stays active: %s\n", safe(p.pkg), p.installed, safeLines(err.Error()))
 				}
 			}
 			if failed > 0 {
-				return &ExitError{Status: exitcode.Failed, Err: fmt.Errorf("%d package%s not upgraded", failed, plural(failed)), Reported: true}
+				// Offline (every failure a source not reached or stalled):
+				// the status of an unreachable service, as outdated and
+				// install exit.
+				status := exitcode.Failed
+				if offline == failed {
+					status = exitcode.Unavailable
+				}
+				return &ExitError{Status: status, Err: fmt.Errorf("%d package%s not upgraded", failed, plural(failed)), Reported: true}
 			}
 			return nil
 		},
@@ -516,13 +545,6 @@ installed package. A failed upgrade leaves the previous release active.
 	return cmd
 }
 
-func clientForPlain(c *source.Client, plain bool) *source.Client {
-	if !plain || c.PlainHTTP {
-		return c
-	}
-	return &source.Client{Getenv: c.Getenv, PlainHTTP: true, Timeout: c.Timeout}
-}
-
 // upgradePlan is what `ext upgrade` does for one package.
 type upgradePlan struct {
 	pkg, installed, latest, source string
@@ -532,7 +554,7 @@ type upgradePlan struct {
 	err                            error
 }
 
-func upgradePlans(ctx context.Context, f *Factory, c *source.Client, st *admin.State, args []string, all, pre bool) ([]upgradePlan, error) {
+func upgradePlans(ctx context.Context, f *Factory, c *source.Client, adm *admin.Admin, st *admin.State, args []string, all, pre bool) ([]upgradePlan, error) {
 	sourced := sourcedReleases(st)
 	var plans []upgradePlan
 	if all {
@@ -541,7 +563,7 @@ func upgradePlans(ctx context.Context, f *Factory, c *source.Client, st *admin.S
 				fmt.Fprintf(f.IO.ErrOut, "%s %s was installed by digest or with --pin (%s): not moved; name a new reference to upgrade it\n", r.Package, r.Version, r.Source.Ref)
 				continue
 			}
-			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, r), r, pre)))
+			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, r), adm, r, pre)))
 		}
 		return plans, nil
 	}
@@ -568,7 +590,7 @@ func upgradePlans(ctx context.Context, f *Factory, c *source.Client, st *admin.S
 			r := sourced[i]
 			plans = append(plans, upgradePlan{pkg: a, err: fmt.Errorf("%s %s was installed by digest or with --pin (%s) and is not moved by name; name the new reference: `%s ext upgrade oci://HOST/REPO@sha256:HEX`", a, r.Version, r.Source.Ref, f.Name)})
 		default:
-			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, sourced[i]), sourced[i], pre)))
+			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, sourced[i]), adm, sourced[i], pre)))
 		}
 	}
 	return plans, nil
@@ -577,7 +599,10 @@ func upgradePlans(ctx context.Context, f *Factory, c *source.Client, st *admin.S
 func planFrom(row outdatedRow) upgradePlan {
 	p := upgradePlan{pkg: row.Package, installed: row.Installed, latest: row.Latest, source: row.Source, plain: row.plain}
 	if row.Error != "" {
-		p.err = errors.New(row.Error)
+		p.err = row.err
+		if p.err == nil {
+			p.err = errors.New(row.Error)
+		}
 	} else if row.Upgrade {
 		p.next = row.next
 	}
@@ -602,16 +627,22 @@ func upgradeOne(ctx context.Context, f *Factory, a *admin.Admin, c *source.Clien
 		if !named && d.Package != p.pkg {
 			return fmt.Errorf("it is a release of %s, not of %s", d.Package, p.pkg)
 		}
-		cur, ok := versions[d.Package]
-		if !ok {
-			return fmt.Errorf("%s %s is not an upgrade: %s is not active; install it with `ext install`", d.Package, d.Version, d.Package)
-		}
-		if !source.Newer(d.Version, cur) {
-			return fmt.Errorf("%s %s is not newer than the active %s", d.Package, d.Version, cur)
-		}
 		return nil
 	}
-	res, err := fetchAndInstall(ctx, c, a, p.next, pin, admin.InstallOptions{Check: check}, named && (p.next.Digest != "" || pin != ""), p.plain)
+	// Newer than what is active when the change commits, not when this
+	// command read the state: decided inside the transaction.
+	from := versions[p.pkg]
+	newer := func(d *descriptor.Descriptor, active *store.ActivePackage) error {
+		if active == nil {
+			return fmt.Errorf("%s %s is not an upgrade: %s is not active; install it with `ext install`", d.Package, d.Version, d.Package)
+		}
+		if !source.Newer(d.Version, active.Version) {
+			return fmt.Errorf("%s %s is not newer than the active %s", d.Package, d.Version, active.Version)
+		}
+		from = active.Version
+		return nil
+	}
+	res, err := fetchAndInstall(ctx, c, a, p.next, pin, admin.InstallOptions{Check: check, CheckActive: newer}, named && (p.next.Digest != "" || pin != ""), p.plain)
 	if err != nil {
 		return err
 	}
@@ -620,7 +651,7 @@ func upgradeOne(ctx context.Context, f *Factory, a *admin.Admin, c *source.Clien
 		return err
 	}
 	r := res.Release
-	printChange(f, res.Result, fmt.Sprintf("upgraded %s %s → %s (%s, %s)", r.Package, versions[r.Package], r.Version, r.Source.Ref, shortDigest(r.Source.Resolved)))
+	printChange(f, res.Result, fmt.Sprintf("upgraded %s %s → %s (%s, %s)", r.Package, from, r.Version, r.Source.Ref, shortDigest(r.Source.Resolved)))
 	if printProjectionDiff(f.IO.Out, r.Package, before, after) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "no CLI route or MCP tool of %s changed\n", r.Package)
 	}

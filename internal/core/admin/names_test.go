@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/rukh-cli/rukh/internal/core/admin"
+	"github.com/rukh-cli/rukh/internal/core/store"
+	"github.com/rukh-cli/rukh/internal/release/descriptor"
+	"github.com/rukh-cli/rukh/internal/release/source"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -127,4 +131,53 @@ func TestNameHeldAfterEveryReleaseIsRemoved(t *testing.T) {
 		t.Errorf("after forgetting: %+v, %v", st, err)
 	}
 	checkStore(t, a)
+}
+
+// TestCheckActiveSeesTheThenActiveRelease: an upgrade's "newer than the
+// active release" is decided inside the change's transaction. Between
+// the verification of 1.5.0 (its Check) and its activation, 2.0.0 is
+// activated: CheckActive is given 2.0.0, the upgrade is refused, 2.0.0
+// stays active and 1.5.0 is not installed.
+func TestCheckActiveSeesTheThenActiveRelease(t *testing.T) {
+	a := admin.New(testhome.TempDir(t))
+	v1, v15, v2 := rtAttack(t, "pub-a", "1.0.0"), rtAttack(t, "pub-a", "1.5.0"), rtAttack(t, "pub-a", "2.0.0")
+	if _, err := a.Install(v1, pinOf(t, v1), admin.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	_, err := a.Install(v15, pinOf(t, v15), admin.InstallOptions{
+		Check: func(d *descriptor.Descriptor) error {
+			// Another owner command activates a newer release meanwhile.
+			_, err := a.Install(v2, pinOf(t, v2), admin.InstallOptions{})
+			return err
+		},
+		CheckActive: func(d *descriptor.Descriptor, active *store.ActivePackage) error {
+			if active == nil {
+				return errors.New("not active")
+			}
+			seen = append(seen, active.Version)
+			if !source.Newer(d.Version, active.Version) {
+				return fmt.Errorf("%s %s is not newer than the active %s", d.Package, d.Version, active.Version)
+			}
+			return nil
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "rt.attack 1.5.0 is not newer than the active 2.0.0") {
+		t.Fatalf("upgrade to 1.5.0 over a 2.0.0 activated meanwhile: %v", err)
+	}
+	if !slices.Equal(seen, []string{"2.0.0"}) {
+		t.Errorf("CheckActive saw the active versions %v, want [2.0.0]", seen)
+	}
+	st, err := a.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Revision.Packages) != 1 || st.Revision.Packages[0].Version != "2.0.0" {
+		t.Errorf("active after the refused upgrade: %+v", st.Revision.Packages)
+	}
+	for _, r := range st.Releases {
+		if r.Version == "1.5.0" {
+			t.Errorf("the refused 1.5.0 is installed: %+v", r)
+		}
+	}
 }

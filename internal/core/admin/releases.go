@@ -65,6 +65,13 @@ type InstallOptions struct {
 	// newer version; a registry's annotations must match it); its error
 	// refuses the install.
 	Check func(d *descriptor.Descriptor) error
+	// CheckActive, when set, is asked inside the change's transaction,
+	// under the store's lock, about the verified release and its
+	// package's active release at that moment (nil when none is active);
+	// its error refuses the install. An upgrade's "newer than the active
+	// release" is decided here, so a release activated since the fetch
+	// is compared against, and an upgrade never downgrades.
+	CheckActive func(d *descriptor.Descriptor, active *store.ActivePackage) error
 	// builtin: the core's own release of its built-in commands
 	// (EnsureBuiltins), the only one that may have the CLI's name.
 	builtin bool
@@ -230,6 +237,15 @@ func (a *Admin) prepareInstall(ctx context.Context, src, pin string, opts Instal
 // store's lock: another install of the same release waits for it.
 func (pi *pendingInstall) apply(ctx context.Context, tx *store.Tx, c *Candidate) error {
 	d, final, digest, record := pi.d, pi.final, pi.digest, pi.record
+	if pi.opts.CheckActive != nil {
+		var active *store.ActivePackage
+		if ap, ok := c.Packages[d.Package]; ok {
+			active = &ap
+		}
+		if err := pi.opts.CheckActive(d, active); err != nil {
+			return err
+		}
+	}
 	var err error
 	if pi.existing, err = tx.Release(digest); err != nil {
 		return err
@@ -385,6 +401,32 @@ func hasFile(name string) bool {
 }
 
 const stagingPrefix = ".staging-"
+
+// FetchDir is a new private directory for archives fetched from a source
+// (`ext install oci://…`) while they wait for the install path, and its
+// removal. It is a staging directory of this process in the releases
+// directory: on the store's filesystem, and swept like any staging
+// directory once this process is gone (a fetch killed with SIGKILL
+// leaves nothing for good).
+func (a *Admin) FetchDir() (string, func(), error) {
+	if err := os.MkdirAll(a.ReleasesDir(), 0o700); err != nil {
+		return "", nil, err
+	}
+	stagingMu.Lock()
+	a.removeStaleStaging()
+	dir, err := os.MkdirTemp(a.ReleasesDir(), stagingPrefix+strconv.Itoa(os.Getpid())+"-fetch-")
+	if err == nil {
+		liveStaging.Store(dir, true)
+	}
+	stagingMu.Unlock()
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() {
+		liveStaging.Delete(dir)
+		removeTree(dir)
+	}, nil
+}
 
 // stage copies or unpacks the release at src into the empty dir staging.
 // src is opened without blocking, so a named pipe or device given as the

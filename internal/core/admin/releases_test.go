@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -513,4 +514,49 @@ func TestInstallStopped(t *testing.T) {
 		}
 		requireNothingInstalled(t, a)
 	})
+}
+
+// TestFetchDirSwept: an archive fetched from a source waits in a
+// FetchDir, a staging directory of this process in the releases
+// directory. One whose process was killed (a fetch's SIGKILL) is swept
+// at the next install; this process's own live one is spared by it, and
+// removed by its cleanup.
+func TestFetchDirSwept(t *testing.T) {
+	a := admin.New(testhome.TempDir(t))
+	dir, done, err := a.FetchDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(dir) != a.ReleasesDir() {
+		t.Fatalf("FetchDir %s is not in the releases directory %s", dir, a.ReleasesDir())
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".fetch-1.tar.gz"), []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What a fetching process killed mid-download left: its pid is gone.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(a.ReleasesDir(), strings.Replace(filepath.Base(dir), strconv.Itoa(os.Getpid()), strconv.Itoa(gone.Process.Pid), 1))
+	if err := os.Mkdir(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, ".fetch-2.tar.gz"), []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	greet := copyExample(t, "greet")
+	if _, err := a.Install(greet, pinOf(t, greet), admin.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the fetch directory of a killed process is still there after an install (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".fetch-1.tar.gz")); err != nil {
+		t.Errorf("an install removed a live fetch of this process: %v", err)
+	}
+	done()
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the fetch directory is still there after its cleanup (%v)", err)
+	}
 }

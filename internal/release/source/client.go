@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +41,11 @@ const (
 	DefaultTimeout = 30 * time.Second
 	// MaxTimeout bounds --timeout.
 	MaxTimeout = 10 * time.Minute
+	// MaxOperation bounds one operation (a fetch, a push, a resolve, a
+	// tag list) in all, however steadily bytes arrive, so a source that
+	// trickles a byte just within every --timeout can not hold a command
+	// for days: the largest archive moves in it at 164 KiB/s.
+	MaxOperation = 30 * time.Minute
 	// maxConfigBytes bounds the container credential file read to say
 	// which credential was tried.
 	maxConfigBytes = 4 << 20
@@ -61,8 +65,13 @@ type Client struct {
 	PlainHTTP bool
 	// Timeout replaces DefaultTimeout when > 0.
 	Timeout time.Duration
+	// Stderr receives what a credential helper prints on its stderr (the
+	// caller's stderr); nil drops it.
+	Stderr io.Writer
 	// MaxManifest and MaxArchive replace the limits when > 0 (tests).
 	MaxManifest, MaxArchive int64
+	// MaxOperation replaces the bound of one operation when > 0 (tests).
+	MaxOperation time.Duration
 
 	once     sync.Once
 	http     *http.Client
@@ -70,7 +79,7 @@ type Client struct {
 	mu       sync.Mutex
 	plain    map[string]bool   // registry → spoken to in plain HTTP
 	tried    map[string]string // registry → the credential sent, described
-	creds    credentials.Store
+	creds    *credentials.FileStore
 	credPath string
 }
 
@@ -134,12 +143,16 @@ func (c *Client) init() error {
 			ExpectContinueTimeout: time.Second,
 			IdleConnTimeout:       d,
 			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          4,
+			// A .tar.gz served with Content-Encoding: gzip is the archive
+			// itself: never decompress it on the way (its digest and the
+			// size limits are of the bytes served).
+			DisableCompression: true,
+			MaxIdleConns:       4,
 		}
-		c.http = &http.Client{Transport: progressTransport{tr}, CheckRedirect: checkRedirect}
+		c.http = &http.Client{Transport: progressTransport{tr}, CheckRedirect: c.checkRedirect}
 		c.plain, c.tried = map[string]bool{}, map[string]string{}
 		c.credPath = c.configPath()
-		store, err := credentials.NewStore(c.credPath, credentials.StoreOptions{})
+		store, err := credentials.NewFileStore(c.credPath)
 		if err != nil {
 			c.initErr = fmt.Errorf("read the container credentials in %s: %w", c.credPath, err)
 			return
@@ -149,14 +162,22 @@ func (c *Client) init() error {
 	return c.initErr
 }
 
-// checkRedirect refuses a redirect from https to plain http and a chain
-// longer than MaxRedirects (a loop).
-func checkRedirect(req *http.Request, via []*http.Request) error {
+// checkRedirect refuses a redirect from https to plain http, a redirect
+// to plain http that leaves loopback (unless --plain-http allows plain
+// http anywhere), and a chain longer than MaxRedirects (a loop).
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= MaxRedirects {
 		return &RedirectError{fmt.Sprintf("redirected %d times (last to %s), a loop or a chain longer than the limit of %d", len(via), req.URL.Redacted(), MaxRedirects)}
 	}
-	if prev := via[len(via)-1]; prev.URL.Scheme == "https" && req.URL.Scheme != "https" {
+	prev := via[len(via)-1]
+	if req.URL.Scheme == "https" {
+		return nil
+	}
+	if prev.URL.Scheme == "https" {
 		return &RedirectError{fmt.Sprintf("%s redirected to %s, which is not https; a release is never fetched over plain http after https", prev.URL.Redacted(), req.URL.Redacted())}
+	}
+	if !c.PlainHTTP && !Loopback(req.URL.Hostname()) {
+		return &RedirectError{fmt.Sprintf("%s redirected to %s, which is plain http off this machine; a release is fetched over plain http only from a loopback address, or anywhere with --plain-http", prev.URL.Redacted(), req.URL.Redacted())}
 	}
 	return nil
 }
@@ -227,7 +248,7 @@ func readBounded(name string, limit int64) ([]byte, error) {
 // credential resolves the registry credential from the container
 // credential store and remembers what it sent, for AuthError.
 func (c *Client) credential(ctx context.Context, hostport string) (auth.Credential, error) {
-	cred, err := credentials.Credential(c.creds)(ctx, hostport)
+	cred, err := c.lookup(ctx, hostport)
 	desc := c.describeCredential(hostport, err == nil && cred != auth.EmptyCredential)
 	if err != nil {
 		desc = fmt.Sprintf("no credentials: looking them up for %s failed (%v)", hostport, err)
@@ -241,13 +262,7 @@ func (c *Client) credential(ctx context.Context, hostport string) (auth.Credenti
 // describeCredential says where the credential for host comes from,
 // never what it is.
 func (c *Client) describeCredential(host string, found bool) string {
-	var cfg struct {
-		CredsStore  string            `json:"credsStore"`
-		CredHelpers map[string]string `json:"credHelpers"`
-	}
-	if data, err := readBounded(c.credPath, maxConfigBytes); err == nil {
-		_ = json.Unmarshal(data, &cfg)
-	}
+	cfg := c.helperConfig()
 	from := c.credPath
 	switch {
 	case cfg.CredHelpers[host] != "":
@@ -279,12 +294,29 @@ type watch struct {
 
 type watchKey struct{}
 
-// watch returns ctx bounded by a fresh watch, and its stop.
+// watch returns ctx bounded by a fresh watch and by the bound of one
+// operation, and its stop.
 func (c *Client) watch(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &watch{d: c.timeout()}
 	w.timer = time.AfterFunc(w.d, func() { cancel(errStalled) })
-	return context.WithValue(ctx, watchKey{}, w), func() { w.timer.Stop(); cancel(nil) }
+	total := time.AfterFunc(c.maxOperation(), func() { cancel(errTooLong) })
+	return context.WithValue(ctx, watchKey{}, w), func() { w.timer.Stop(); total.Stop(); cancel(nil) }
+}
+
+func (c *Client) maxOperation() time.Duration {
+	if c.MaxOperation > 0 {
+		return c.MaxOperation
+	}
+	return MaxOperation
+}
+
+// stallError is the StallError of what, for the bound that ended ctx.
+func (c *Client) stallError(ctx context.Context, what string) *StallError {
+	if errors.Is(context.Cause(ctx), errTooLong) {
+		return &StallError{What: what, Timeout: c.timeout(), Total: c.maxOperation()}
+	}
+	return &StallError{What: what, Timeout: c.timeout()}
 }
 
 func kick(ctx context.Context) {
@@ -293,16 +325,37 @@ func kick(ctx context.Context) {
 	}
 }
 
-// stalled reports whether ctx ended because its watch fired.
-func stalled(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errStalled) }
+// stalled reports whether ctx ended because its watch fired or the
+// operation went on for too long.
+func stalled(ctx context.Context) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(cause, errStalled) || errors.Is(cause, errTooLong)
+}
 
-// progressTransport kicks the request's watch when it starts, when its
-// response arrives and at every read of the body that returns bytes.
+// progressTransport kicks the request's watch when it starts, at every
+// read of the request's body (an upload), when its response arrives and
+// at every read of the response's body that returns bytes.
 type progressTransport struct{ base http.RoundTripper }
 
 func (t progressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	kick(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		// An upload makes progress as its body is read: every read kicks
+		// the watch, so a long push that never stalls is not cut off.
+		r := *req
+		r.Body = &progressBody{req.Body, ctx}
+		if get := req.GetBody; get != nil {
+			r.GetBody = func() (io.ReadCloser, error) {
+				b, err := get()
+				if err != nil || b == nil || b == http.NoBody {
+					return b, err
+				}
+				return &progressBody{b, ctx}, nil
+			}
+		}
+		req = &r
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, err

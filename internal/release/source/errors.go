@@ -48,13 +48,19 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // StallError: no byte arrived for Timeout (connecting, waiting for a
-// response, or in the middle of a body).
+// response, or in the middle of a body), or, when Total is set, the
+// operation went on for longer than Total in all (a source trickling
+// bytes just often enough).
 type StallError struct {
 	What    string
 	Timeout time.Duration
+	Total   time.Duration
 }
 
 func (e *StallError) Error() string {
+	if e.Total > 0 {
+		return fmt.Sprintf("%s did not finish within %s, the bound of one operation however steadily bytes arrive; the connection was closed", e.What, e.Total)
+	}
 	return fmt.Sprintf("%s made no progress for %s (the --timeout); the connection was closed", e.What, e.Timeout)
 }
 
@@ -100,4 +106,7 @@ type RedirectError struct{ Problem string }
 
 func (e *RedirectError) Error() string { return e.Problem }
 
-var errStalled = errors.New("stalled")
+var (
+	errStalled = errors.New("stalled")
+	errTooLong = errors.New("over the bound of one operation")
+)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -96,11 +98,7 @@ func (c *Client) plainHTTP(ctx context.Context, reg string) (bool, error) {
 	if c.PlainHTTP {
 		return true, nil
 	}
-	host, _, err := net.SplitHostPort(reg)
-	if err != nil {
-		host = reg
-	}
-	if !Loopback(host) {
+	if !LoopbackHost(reg) {
 		return false, nil
 	}
 	c.mu.Lock()
@@ -119,6 +117,24 @@ func (c *Client) plainHTTP(ctx context.Context, reg string) (bool, error) {
 		resp.Body.Close()
 	case errors.Is(err, http.ErrSchemeMismatch) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		plain = true
+	case tlsFailure(err) && !stalled(ctx):
+		// A loopback server that does not answer TLS with HTTP (it
+		// closes, or answers garbage): ask it in plain HTTP, as docker
+		// does for localhost.
+		preq, perr := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+reg+"/v2/", nil)
+		if perr != nil {
+			return false, perr
+		}
+		presp, perr := c.http.Do(preq)
+		if perr != nil {
+			return false, c.netError(ctx, reg, "the registry", fmt.Errorf("%w (and in plain http: %v); if it is a plain-http registry, give --plain-http", innermost(err), innermost(perr)))
+		}
+		presp.Body.Close()
+		plain = true
+	case !stalled(ctx) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
+		// It hung up on the TLS hello: perhaps plain HTTP, perhaps not;
+		// only the owner knows.
+		return false, c.netError(ctx, reg, "the registry", fmt.Errorf("%w (it closed the connection on the TLS handshake; if it is a plain-http registry, give --plain-http)", innermost(err)))
 	default:
 		return false, c.netError(ctx, reg, "the registry", err)
 	}
@@ -128,15 +144,28 @@ func (c *Client) plainHTTP(ctx context.Context, reg string) (bool, error) {
 	return plain, nil
 }
 
+// tlsFailure reports whether err is a TLS handshake that failed because
+// the server does not speak TLS (not a certificate it refused).
+func tlsFailure(err error) bool {
+	var rhe tls.RecordHeaderError
+	return errors.As(err, &rhe) || strings.Contains(err.Error(), "tls: first record does not look like a TLS handshake")
+}
+
 // netError classifies err of a request to host.
 func (c *Client) netError(ctx context.Context, host, what string, err error) error {
 	var re *RedirectError
 	var ae *AuthError
 	var nf *NotFoundError
 	var er *errcode.ErrorResponse
+	var he *HelperError
+	var st *StallError
 	switch {
+	case errors.As(err, &he):
+		return he
+	case errors.As(err, &st):
+		return st
 	case stalled(ctx):
-		return &StallError{What: what, Timeout: c.timeout()}
+		return c.stallError(ctx, what)
 	case errors.As(err, &re), errors.As(err, &ae), errors.As(err, &nf):
 		if re != nil {
 			return re
@@ -288,7 +317,10 @@ func (c *Client) fetchOCI(ctx context.Context, ref *Ref, dir string) (*Fetched, 
 	}
 	layer := m.Layers[0]
 	what := "the release archive " + layer.Digest.String()
-	if limit := c.maxArchive(); layer.Size > limit || layer.Size < 0 {
+	if layer.Size < 0 {
+		return nil, &NotReleaseError{fmt.Sprintf("the layer declares a negative size (%d bytes)", layer.Size)}
+	}
+	if limit := c.maxArchive(); layer.Size > limit {
 		return nil, &TooLargeError{What: what, Size: layer.Size, Limit: limit}
 	}
 	rc, err := repo.Blobs().Fetch(ctx, layer)
@@ -351,7 +383,7 @@ func (c *Client) save(ctx context.Context, host, what string, r io.Reader, want 
 
 func (c *Client) readError(ctx context.Context, host, what string, err error) error {
 	if stalled(ctx) {
-		return &StallError{What: "reading " + what, Timeout: c.timeout()}
+		return c.stallError(ctx, "reading "+what)
 	}
 	return c.netError(ctx, host, what, err)
 }

@@ -136,3 +136,13 @@ func Loopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// LoopbackHost reports whether hostport (host, host:port, [v6] or
+// [v6]:port) names a loopback host.
+func LoopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	return Loopback(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+}

@@ -1,12 +1,15 @@
 package source
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +23,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/rukh-cli/rukh/internal/release/trust"
+	"github.com/rukh-cli/rukh/internal/run/envpolicy"
 )
 
 // fakeRegistry serves the distribution API for one repository, acme/x,
@@ -306,6 +310,11 @@ func TestFetchRefusals(t *testing.T) {
 		c.MaxManifest = 1024
 		fetchErr(t, c, ociRef(t, srv, ":1.0.0"), fmt.Sprintf("REF: the manifest is %d bytes; the limit is 1024, so it was not fetched", len(f.manifests[d])))
 	})
+	t.Run("negative layer size", func(t *testing.T) {
+		f, srv := newFake(t)
+		f.release("1.0.0", archive, func(m *ocispec.Manifest) { m.Layers[0].Size = -1 })
+		fetchErr(t, client(t, nil), ociRef(t, srv, ":1.0.0"), "REF: not a release artifact: the layer declares a negative size (-1 bytes) (publish releases with `ext publish ARCHIVE oci://…`)")
+	})
 	t.Run("archive over the limit", func(t *testing.T) {
 		f, srv := newFake(t)
 		f.release("1.0.0", archive, nil)
@@ -334,6 +343,11 @@ func TestFetchRefusals(t *testing.T) {
 
 func TestFetchHTTPS(t *testing.T) {
 	archive := []byte(strings.Repeat("release ", 64))
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	zw.Write(archive)
+	zw.Close()
+	gzipped := zbuf.Bytes()
 	mux := http.NewServeMux()
 	srv := httptest.NewTLSServer(mux)
 	t.Cleanup(srv.Close)
@@ -343,6 +357,15 @@ func TestFetchHTTPS(t *testing.T) {
 	mux.HandleFunc("/loop.tar.gz", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop.tar.gz", http.StatusFound) })
 	mux.HandleFunc("/down.tar.gz", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, plain.URL+"/r.tar.gz", http.StatusFound)
+	})
+	mux.HandleFunc("/encoded.tar.gz", func(w http.ResponseWriter, r *http.Request) {
+		// Servers often label a .tar.gz so; the bytes are the archive.
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "application/gzip")
+		w.Write(gzipped)
+	})
+	mux.HandleFunc("/away.tar.gz", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://192.0.2.2/r.tar.gz", http.StatusFound)
 	})
 	mux.HandleFunc("/big.tar.gz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "1000000")
@@ -359,7 +382,10 @@ func TestFetchHTTPS(t *testing.T) {
 	c.init()
 	c.http.Transport.(progressTransport).base.(*http.Transport).TLSClientConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	ref := func(p string) *Ref {
-		r, err := Parse(srv.URL+p, false)
+		if !strings.HasPrefix(p, "http") {
+			p = srv.URL + p
+		}
+		r, err := Parse(p, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,8 +395,20 @@ func TestFetchHTTPS(t *testing.T) {
 	if err != nil || got.Resolved != sha(archive) {
 		t.Fatalf("fetch: %+v %v", got, err)
 	}
+	got, err = c.Fetch(context.Background(), ref("/encoded.tar.gz"), t.TempDir())
+	if err != nil {
+		t.Fatalf("fetch of an archive served with Content-Encoding: gzip: %v", err)
+	}
+	if data, _ := os.ReadFile(got.Path); got.Resolved != sha(gzipped) || !bytes.Equal(data, gzipped) {
+		t.Errorf("an archive served with Content-Encoding: gzip was fetched as %d bytes %s, not the %d bytes served (%s)", len(data), got.Resolved, len(gzipped), sha(gzipped))
+	}
 	fetchErr(t, c, ref("/loop.tar.gz"), "REF: redirected 10 times (last to "+srv.URL+"/loop.tar.gz), a loop or a chain longer than the limit of 10")
 	fetchErr(t, c, ref("/down.tar.gz"), "REF: "+srv.URL+"/down.tar.gz redirected to "+plain.URL+"/r.tar.gz, which is not https; a release is never fetched over plain http after https")
+	// Plain http from loopback may not leave it by a redirect.
+	fetchErr(t, c, ref(plain.URL+"/away.tar.gz"), "REF: "+plain.URL+"/away.tar.gz redirected to http://192.0.2.2/r.tar.gz, which is plain http off this machine; a release is fetched over plain http only from a loopback address, or anywhere with --plain-http")
+	if got, err := c.Fetch(context.Background(), ref(plain.URL+"/r.tar.gz"), t.TempDir()); err != nil || got.Resolved != sha(archive) {
+		t.Errorf("plain http on loopback: %+v %v", got, err)
+	}
 	fetchErr(t, c, ref("/big.tar.gz"), "REF: the archive at "+srv.URL+"/big.tar.gz is 1000000 bytes; the limit is 1024, so it was not fetched")
 	fetchErr(t, c, ref("/chunked.tar.gz"), "REF: the archive at "+srv.URL+"/chunked.tar.gz is over the limit of 1024 bytes; it was not read further")
 	fetchErr(t, c, ref("/none.tar.gz"), "REF: the archive at "+srv.URL+"/none.tar.gz was not found (HTTP 404); check the repository and the tag or digest (`ext outdated` lists what a source offers)")
@@ -418,5 +456,318 @@ func TestArchiveLimitHoldsARelease(t *testing.T) {
 	worst += worst / 1000
 	if MaxArchiveBytes < worst {
 		t.Errorf("MaxArchiveBytes %d is less than the largest release archive, about %d bytes", MaxArchiveBytes, worst)
+	}
+}
+
+// TestUploadProgress: an upload that takes longer than the timeout in
+// all but never pauses that long (a big push on a slow link) is not cut
+// off: every read of the request's body is progress. The body is fed in
+// chunks by the test, a quarter of the timeout apart, until three
+// timeouts have passed; the server reads all of it and answers.
+func TestUploadProgress(t *testing.T) {
+	received := make(chan int, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			t.Errorf("server: reading the upload: %v", err)
+		}
+		received <- int(n)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	c := client(t, nil)
+	c.Timeout = 300 * time.Millisecond
+	if err := c.init(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := c.watch(context.Background())
+	defer stop()
+	pr, pw := io.Pipe()
+	total := make(chan int, 1)
+	go func() {
+		sent := 0
+		defer func() { total <- sent }()
+		start := time.Now()
+		chunk := []byte(strings.Repeat("x", 1024))
+		for time.Since(start) < 3*c.Timeout {
+			if _, err := pw.Write(chunk); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			sent += len(chunk)
+			time.Sleep(c.Timeout / 4)
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/upload", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatalf("an upload that never paused for the timeout failed: %v (stalled: %v)", err, stalled(ctx))
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload answered %s", resp.Status)
+	}
+	if n, sent := <-received, <-total; n != sent {
+		t.Errorf("the server received %d bytes of %d", n, sent)
+	}
+}
+
+// helperDir writes docker-credential-NAME scripts into a directory that
+// is only on the PATH given to the client, never on this process's.
+func helperDir(t *testing.T, scripts map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, "docker-credential-"+name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCredentialHelpers: a credsStore or credHelpers helper is found on
+// the caller's PATH (not this process's) and run with the caller's
+// environment; its failure names it and the file, never what it printed
+// on stdout; and a helper whose child keeps its output open is ended,
+// with its child, by the timeout.
+func TestCredentialHelpers(t *testing.T) {
+	archive := []byte(strings.Repeat("release ", 64))
+	bin := helperDir(t, map[string]string{
+		// The protocol: the server on stdin, the credential as JSON; the
+		// password is in the caller's HOME, which is not this process's.
+		"good": `read server; printf '{"ServerURL":"%s","Username":"ci","Secret":"%s"}' "$server" "$(cat "$HOME/secret")"` + "\n",
+		"none": "echo 'credentials not found in native keychain'; exit 1\n",
+		"bad":  "echo 'leaked-s3cret'; echo 'the keyring is locked' >&2; exit 3\n",
+		"hang": "sleep 300 &\nsleep 300\n",
+	})
+	for _, tc := range []struct {
+		name, cfg, want string
+		timeout         time.Duration
+	}{
+		{name: "credsStore", cfg: `{"credsStore": "good"}`},
+		{name: "credHelpers", cfg: `{"credsStore": "bad", "credHelpers": {"HOST": "good"}}`},
+		{name: "not found", cfg: `{"credsStore": "none"}`,
+			want: "REF: the registry refused access (HTTP 401) with no credentials (none for HOST in the credential helper docker-credential-none (credsStore in CONFIG)); log in with `docker login HOST` (or `oras login HOST`), which writes the credential Rukh reads"},
+		{name: "fails", cfg: `{"credsStore": "bad"}`,
+			want: "REF: credential helper docker-credential-bad (credsStore in CONFIG) failed: it exited with exit status 3 (what it printed is not shown: it could hold a secret; run `echo HOST | docker-credential-bad get` to see it)"},
+		{name: "missing", cfg: `{"credHelpers": {"HOST": "gone"}}`,
+			want: "REF: credential helper docker-credential-gone (credHelpers in CONFIG) failed: docker-credential-gone is not on the PATH of the command (install it, or change credsStore/credHelpers in the credential file)"},
+		{name: "hangs", cfg: `{"credsStore": "hang"}`, timeout: 300 * time.Millisecond,
+			want: "REF: the credential helper docker-credential-hang (credsStore in CONFIG) made no progress for 300ms (the --timeout); the connection was closed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			f.release("1.0.0", archive, nil)
+			f.user, f.pass = "ci", "from-the-callers-env"
+			host := srv.Listener.Addr().String()
+			dc := t.TempDir()
+			config := filepath.Join(dc, "config.json")
+			if err := os.WriteFile(config, []byte(strings.ReplaceAll(tc.cfg, "HOST", host)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stderr syncBuffer
+			home := t.TempDir()
+			if err := os.WriteFile(filepath.Join(home, "secret"), []byte("from-the-callers-env"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := client(t, map[string]string{"DOCKER_CONFIG": dc, "PATH": bin + ":/usr/bin:/bin", "HOME": home})
+			c.Stderr = &stderr
+			if tc.timeout > 0 {
+				c.Timeout = tc.timeout
+			}
+			ref := ociRef(t, srv, ":1.0.0")
+			// The hang guard: far beyond the timeout, failing with what
+			// it waited for.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Fetch(ctx, ref, t.TempDir())
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-ctx.Done():
+				t.Fatal("the fetch did not return within a minute of a credential helper that hangs: the helper and its child were not killed at the timeout")
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("fetch with the helper's credential: %v", err)
+				}
+				return
+			}
+			want := strings.NewReplacer("REF", ref.String(), "HOST", host, "CONFIG", config).Replace(tc.want)
+			if err == nil || err.Error() != want {
+				t.Fatalf("error\n%v\nwant\n%s", err, want)
+			}
+			if strings.Contains(err.Error(), "leaked-s3cret") {
+				t.Errorf("the error shows what the helper printed on stdout: %v", err)
+			}
+			if tc.name == "fails" && !strings.Contains(stderr.String(), "the keyring is locked") {
+				t.Errorf("the helper's stderr did not reach the caller's: %q", stderr.String())
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestHelperEnvReachesTheDaemon: every variable a credential helper runs
+// with is one a client passes to rukhd, so that through the daemon it is
+// the caller's.
+func TestHelperEnvReachesTheDaemon(t *testing.T) {
+	for _, k := range helperEnv {
+		if got := envpolicy.ForDaemon("RUKH_HOME", []string{k + "=v"}); len(got) != 1 {
+			t.Errorf("%s, which a credential helper runs with, is not passed to rukhd (envpolicy.Sources)", k)
+		}
+	}
+}
+
+// notTLSListener serves plain HTTP, and answers a TLS hello with bytes
+// that are neither TLS nor HTTP, then closes: a plain-http registry that
+// Go's TLS client can not recognize as one.
+type notTLSListener struct {
+	net.Listener
+	hangUp bool // close on a TLS hello without a byte
+}
+
+func (l notTLSListener) Accept() (net.Conn, error) {
+	for {
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		first := make([]byte, 1)
+		if _, err := io.ReadFull(conn, first); err != nil {
+			conn.Close()
+			continue
+		}
+		if first[0] == 0x16 { // a TLS handshake record
+			if !l.hangUp {
+				conn.Write([]byte("nope\r\n"))
+			}
+			conn.Close()
+			continue
+		}
+		return &prefixConn{conn, first}, nil
+	}
+}
+
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// TestLoopbackPlainHTTPWithoutHint: a loopback registry in plain HTTP
+// whose answer to a TLS hello is not an HTTP response is still found to
+// be plain HTTP (as docker treats localhost), without --plain-http.
+func TestLoopbackPlainHTTPWithoutHint(t *testing.T) {
+	f := &fakeRegistry{t: t, manifests: map[string][]byte{}, blobs: map[string][]byte{}}
+	archive := []byte("the archive bytes")
+	d := f.release("1.0.0", archive, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &httptest.Server{Listener: notTLSListener{Listener: ln}, Config: &http.Server{Handler: f}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	got, err := client(t, nil).Fetch(context.Background(), ociRef(t, srv, ":1.0.0"), t.TempDir())
+	if err != nil {
+		t.Fatalf("fetch from a loopback plain-http registry that answers TLS with garbage: %v", err)
+	}
+	if got.Resolved != d {
+		t.Errorf("resolved %s, want %s", got.Resolved, d)
+	}
+
+	// One that hangs up on a TLS hello may or may not be plain HTTP: the
+	// error says to give --plain-http.
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := &httptest.Server{Listener: notTLSListener{ln2, true}, Config: &http.Server{Handler: f}}
+	srv2.Start()
+	t.Cleanup(srv2.Close)
+	_, err = client(t, nil).Fetch(context.Background(), ociRef(t, srv2, ":1.0.0"), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "it closed the connection on the TLS handshake; if it is a plain-http registry, give --plain-http") {
+		t.Errorf("a loopback registry that hangs up on TLS: %v", err)
+	}
+	c := client(t, nil)
+	c.PlainHTTP = true
+	if _, err := c.Fetch(context.Background(), ociRef(t, srv2, ":1.0.0"), t.TempDir()); err != nil {
+		t.Errorf("with --plain-http: %v", err)
+	}
+}
+
+// TestOperationBound: a registry that trickles the archive a byte at a
+// time, each well within the timeout, is cut off by the bound of one
+// operation (injected small here; MaxOperation in use).
+func TestOperationBound(t *testing.T) {
+	f, srv := newFake(t)
+	archive := []byte(strings.Repeat("release ", 64))
+	f.release("1.0.0", archive, nil)
+	f.blob = func(w http.ResponseWriter, r *http.Request, data []byte) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+		for i := range data {
+			if _, err := w.Write(data[i : i+1]); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done(): // the client gave up
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	c := client(t, nil)
+	c.Timeout = 10 * time.Second
+	c.MaxOperation = 300 * time.Millisecond
+	err := fetchErr(t, c, ociRef(t, srv, ":1.0.0"), fmt.Sprintf("REF: reading the release archive %s did not finish within 300ms, the bound of one operation however steadily bytes arrive; the connection was closed", sha(archive)))
+	var st *StallError
+	if !errors.As(err, &st) || st.Total != c.MaxOperation {
+		t.Errorf("%T is not the StallError of the operation's bound", err)
+	}
+}
+
+func TestLoopbackHost(t *testing.T) {
+	for in, want := range map[string]bool{
+		"localhost": true, "localhost:5000": true, "127.0.0.1": true, "127.0.0.1:5000": true,
+		"[::1]": true, "[::1]:5000": true, "::1": true,
+		"registry.example": false, "registry.example:5000": false, "192.0.2.2:80": false, "[2001:db8::1]:5000": false,
+	} {
+		if got := LoopbackHost(in); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", in, got, want)
+		}
 	}
 }

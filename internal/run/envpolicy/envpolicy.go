@@ -31,13 +31,16 @@ func Allowed(key string) bool {
 }
 
 // Sources are the variables a release source is reached with
-// (internal/release/source): the container credential file, the proxy
-// and the TLS roots. A client passes them to rukhd; no extension command
-// sees them unless Allowlist names them.
+// (internal/release/source): the container credential file, the proxy,
+// the TLS roots, and what a credential helper needs to reach its
+// keyring or agent (it runs with the caller's PATH, HOME and these). A
+// client passes them to rukhd; no extension command sees them unless
+// Allowlist names them.
 var Sources = []string{
 	"DOCKER_CONFIG",
 	"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
 	"SSL_CERT_FILE", "SSL_CERT_DIR",
+	"DBUS_SESSION_BUS_ADDRESS", "GNUPGHOME", "PASSWORD_STORE_DIR",
 }
 
 func isSourceVar(k string) bool {
