@@ -81,6 +81,21 @@ type Client struct {
 	tried    map[string]string // registry → the credential sent, described
 	creds    *credentials.FileStore
 	credPath string
+	proxy    func(*url.URL) (*url.URL, error) // the caller's proxy for a URL
+}
+
+// proxyFor names the proxy a request to host goes through, without its
+// userinfo, or "" when none does.
+func (c *Client) proxyFor(host string) string {
+	if c.proxy == nil {
+		return ""
+	}
+	p, err := c.proxy(&url.URL{Scheme: "https", Host: host})
+	if err != nil || p == nil {
+		return ""
+	}
+	p.User = nil
+	return p.String()
 }
 
 func (c *Client) timeout() time.Duration {
@@ -134,6 +149,7 @@ func (c *Client) init() error {
 			NoProxy:    c.envOr("NO_PROXY", "no_proxy"),
 		}).ProxyFunc()
 		d := c.timeout()
+		c.proxy = proxy
 		tr := &http.Transport{
 			Proxy:                 func(r *http.Request) (*url.URL, error) { return proxy(r.URL) },
 			DialContext:           (&net.Dialer{Timeout: d, KeepAlive: 30 * time.Second}).DialContext,

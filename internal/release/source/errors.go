@@ -38,11 +38,15 @@ func (e *AuthError) Error() string {
 
 // UnreachableError: the host could not be reached (DNS, connection, TLS).
 type UnreachableError struct {
-	Host string
-	Err  error
+	Host  string
+	Proxy string // the proxy the request went through (no userinfo), if one
+	Err   error
 }
 
 func (e *UnreachableError) Error() string {
+	if e.Proxy != "" {
+		return fmt.Sprintf("could not reach %s through the proxy %s (from HTTPS_PROXY or HTTP_PROXY; NO_PROXY bypasses it): %v", e.Host, e.Proxy, e.Err)
+	}
 	return fmt.Sprintf("could not reach %s: %v", e.Host, e.Err)
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }

@@ -188,7 +188,7 @@ func (c *Client) netError(ctx context.Context, host, what string, err error) err
 	var ne net.Error
 	var oe *net.OpError
 	if errors.As(err, &oe) || errors.As(err, &ne) || strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:") {
-		return &UnreachableError{Host: host, Err: innermost(err)}
+		return &UnreachableError{Host: host, Proxy: c.proxyFor(host), Err: innermost(err)}
 	}
 	return err
 }
