@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +281,48 @@ func TestCorruptErrorUnwraps(t *testing.T) {
 	err = &store.CorruptError{Path: "/data/store.db", Err: inner}
 	if got, want := err.Error(), "the store at /data/store.db is damaged: inner; copy the file somewhere safe, then run `rukh doctor` and follow \"Recovering a damaged store\" in the owner guide (docs/owner.md)"; got != want {
 		t.Errorf("message %q, want %q", got, want)
+	}
+}
+
+// A store of schema version 2, with releases, revisions and names, opens
+// in this build: it is migrated to version 3 (a release record may name
+// its source), everything it held reads the same and checks whole, and a
+// release with a source can be stored beside the old ones.
+func TestSchema2StoreOpens(t *testing.T) {
+	path, s := openPath(t)
+	old := release("acme.deploy", "1.0.0")
+	publish(t, s, "install", []*store.Release{old}, "deploy status")
+	s.Close()
+	rawUpdate(t, path, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("schema"), u64(2)) })
+
+	s, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("open a schema 2 store: %v", err)
+	}
+	defer s.Close()
+	if err := storetest.Check(s); err != nil {
+		t.Fatalf("after the migration: %v", err)
+	}
+	var got []*store.Release
+	if err := s.View(func(tx *store.Tx) (err error) { got, err = tx.Releases(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Digest != old.Digest || got[0].Source != nil {
+		t.Fatalf("releases after the migration: %+v", got)
+	}
+	fetched := release("acme.deploy", "1.1.0")
+	fetched.Source = &store.Source{Ref: "oci://registry.example/acme/deploy:1.1.0", Resolved: "sha256:" + strings.Repeat("b", 64)}
+	publish(t, s, "upgrade", []*store.Release{fetched}, "deploy status")
+	if err := s.View(func(tx *store.Tx) error {
+		r, err := tx.Release(fetched.Digest)
+		if err == nil && (r.Source == nil || *r.Source != *fetched.Source) {
+			err = fmt.Errorf("source %+v, want %+v", r.Source, fetched.Source)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.Check(s); err != nil {
+		t.Fatalf("with a source: %v", err)
 	}
 }
