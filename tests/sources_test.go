@@ -482,10 +482,16 @@ func TestHTTPSAndOfflineSources(t *testing.T) {
 		serve(e.release(key, "acme", "0.1.0", "hello"))
 		h.serve(t, e.home)
 
-		url := srv.URL + "/greet.tar.gz"
-		e.ok("ext", "install", url)
+		// A pre-signed URL: its query is kept and asked again, and shown
+		// to a person as "?…".
+		url := srv.URL + "/greet.tar.gz?X-Amz-Signature=s3cr3t"
+		said := e.ok("ext", "install", url)
 		if r := e.active("acme.greet"); r.Source == nil || r.Source.Ref != url {
 			t.Fatalf("installed from https: %+v", r)
+		}
+		said += e.ok("ext", "list")
+		if strings.Contains(said, "s3cr3t") || !strings.Contains(said, srv.URL+"/greet.tar.gz?…") {
+			t.Errorf("ext install and ext list show the URL's query, or not the URL:\n%s", said)
 		}
 		if rows := e.outdated(); rows[0].Upgrade || rows[0].Latest != "0.1.0" {
 			t.Errorf("outdated of an unchanged URL: %+v", rows)
@@ -519,12 +525,13 @@ func TestHTTPSAndOfflineSources(t *testing.T) {
 
 		// Offline: the server is gone.
 		srv.Close()
-		e.fails(url+": could not reach "+host, "ext", "install", url)
+		shown := srv.URL + "/greet.tar.gz?…" // the URL as a person is shown it
+		e.fails(shown+": could not reach "+host, "ext", "install", url)
 		out, errOut, code := e.rukh("ext", "outdated")
-		if code != 69 || !strings.Contains(errOut, "acme.greet: "+url+": could not reach "+host) {
+		if code != 69 || !strings.Contains(errOut, "acme.greet: "+shown+": could not reach "+host) {
 			t.Errorf("outdated offline: exit %d\n%s%s", code, out, errOut)
 		}
-		e.fails("acme.greet: not upgraded: "+url+": could not reach "+host, "ext", "upgrade", "--all")
+		e.fails("acme.greet: not upgraded: "+shown+": could not reach "+host, "ext", "upgrade", "--all")
 		for _, args := range [][]string{{"ext", "upgrade", "--all"}, {"ext", "upgrade", "acme.greet"}} {
 			if out, errOut, code := e.rukh(args...); code != 69 {
 				t.Errorf("rukh %s offline: exit %d, want 69 (unavailable)\n%s%s", strings.Join(args, " "), code, out, errOut)

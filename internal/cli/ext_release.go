@@ -234,7 +234,7 @@ func newExtListCmd(f *Factory) *cobra.Command {
 				case r.Source == nil:
 					return "\t-"
 				}
-				return "\t" + r.Source.Ref
+				return "\t" + safe(source.Redact(r.Source.Ref))
 			}
 			if sourced {
 				fmt.Fprintln(tw, "PACKAGE\tVERSION\tACTIVE\tTRUST\tDIGEST\tSOURCE")

@@ -429,7 +429,7 @@ marked for upgrade.`,
 					case r.Upgrade:
 						latest += " ↑"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Package, r.Installed, safe(latest), safe(r.Source))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Package, r.Installed, safe(latest), safe(source.Redact(r.Source)))
 				}
 				tw.Flush()
 			}
@@ -513,7 +513,7 @@ installed package. A failed upgrade leaves the previous release active.
 					continue
 				}
 				if dryRun {
-					fmt.Fprintf(f.IO.Out, "would upgrade %s %s to %s from %s\n", safe(p.pkg), p.installed, safe(p.latest), safe(p.next.String()))
+					fmt.Fprintf(f.IO.Out, "would upgrade %s %s to %s from %s\n", safe(p.pkg), p.installed, safe(p.latest), safe(p.next.Display()))
 					continue
 				}
 				if err := upgradeOne(cmd.Context(), f, h.Admin(), plainClient(c, p.plain), p, pin); err != nil {
@@ -560,7 +560,7 @@ func upgradePlans(ctx context.Context, f *Factory, c *source.Client, adm *admin.
 	if all {
 		for _, r := range sourced {
 			if r.Source.Fixed {
-				fmt.Fprintf(f.IO.ErrOut, "%s %s was installed by digest or with --pin (%s): not moved; name a new reference to upgrade it\n", r.Package, r.Version, r.Source.Ref)
+				fmt.Fprintf(f.IO.ErrOut, "%s %s was installed by digest or with --pin (%s): not moved; name a new reference to upgrade it\n", r.Package, r.Version, safe(source.Redact(r.Source.Ref)))
 				continue
 			}
 			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, r), adm, r, pre)))
@@ -588,7 +588,7 @@ func upgradePlans(ctx context.Context, f *Factory, c *source.Client, adm *admin.
 			plans = append(plans, upgradePlan{pkg: a, err: fmt.Errorf("%s is not installed; see `%s ext list`", a, f.Name)})
 		case sourced[i].Source.Fixed:
 			r := sourced[i]
-			plans = append(plans, upgradePlan{pkg: a, err: fmt.Errorf("%s %s was installed by digest or with --pin (%s) and is not moved by name; name the new reference: `%s ext upgrade oci://HOST/REPO@sha256:HEX`", a, r.Version, r.Source.Ref, f.Name)})
+			plans = append(plans, upgradePlan{pkg: a, err: fmt.Errorf("%s %s was installed by digest or with --pin (%s) and is not moved by name; name the new reference: `%s ext upgrade oci://HOST/REPO@sha256:HEX`", a, r.Version, source.Redact(r.Source.Ref), f.Name)})
 		default:
 			plans = append(plans, planFrom(checkSource(ctx, clientFor(c, sourced[i]), adm, sourced[i], pre)))
 		}
@@ -651,7 +651,7 @@ func upgradeOne(ctx context.Context, f *Factory, a *admin.Admin, c *source.Clien
 		return err
 	}
 	r := res.Release
-	printChange(f, res.Result, fmt.Sprintf("upgraded %s %s → %s (%s, %s)", r.Package, from, r.Version, r.Source.Ref, shortDigest(r.Source.Resolved)))
+	printChange(f, res.Result, fmt.Sprintf("upgraded %s %s → %s (%s, %s)", r.Package, from, r.Version, source.Redact(r.Source.Ref), shortDigest(r.Source.Resolved)))
 	if printProjectionDiff(f.IO.Out, r.Package, before, after) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "no CLI route or MCP tool of %s changed\n", r.Package)
 	}

@@ -183,17 +183,17 @@ func (c *Client) init() error {
 // http anywhere), and a chain longer than MaxRedirects (a loop).
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= MaxRedirects {
-		return &RedirectError{fmt.Sprintf("redirected %d times (last to %s), a loop or a chain longer than the limit of %d", len(via), req.URL.Redacted(), MaxRedirects)}
+		return &RedirectError{fmt.Sprintf("redirected %d times (last to %s), a loop or a chain longer than the limit of %d", len(via), Redact(req.URL.String()), MaxRedirects)}
 	}
 	prev := via[len(via)-1]
 	if req.URL.Scheme == "https" {
 		return nil
 	}
 	if prev.URL.Scheme == "https" {
-		return &RedirectError{fmt.Sprintf("%s redirected to %s, which is not https; a release is never fetched over plain http after https", prev.URL.Redacted(), req.URL.Redacted())}
+		return &RedirectError{fmt.Sprintf("%s redirected to %s, which is not https; a release is never fetched over plain http after https", Redact(prev.URL.String()), Redact(req.URL.String()))}
 	}
 	if !c.PlainHTTP && !Loopback(req.URL.Hostname()) {
-		return &RedirectError{fmt.Sprintf("%s redirected to %s, which is plain http off this machine; a release is fetched over plain http only from a loopback address, or anywhere with --plain-http", prev.URL.Redacted(), req.URL.Redacted())}
+		return &RedirectError{fmt.Sprintf("%s redirected to %s, which is plain http off this machine; a release is fetched over plain http only from a loopback address, or anywhere with --plain-http", Redact(prev.URL.String()), Redact(req.URL.String()))}
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func (c *Client) fetchHTTPS(ctx context.Context, ref *Ref, dir string) (*Fetched
 	if err := c.init(); err != nil {
 		return nil, err
 	}
-	what := "the archive at " + ref.URL.Redacted()
+	what := "the archive at " + ref.Display()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref.URL.String(), nil)
 	if err != nil {
 		return nil, err

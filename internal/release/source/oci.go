@@ -218,7 +218,7 @@ func (c *Client) Fetch(ctx context.Context, ref *Ref, dir string) (*Fetched, err
 		f, err = c.fetchOCI(ctx, ref, dir)
 	}
 	if err != nil {
-		return nil, &Error{Ref: ref.String(), Err: err}
+		return nil, &Error{Ref: ref.Display(), Err: err}
 	}
 	return f, nil
 }
@@ -230,11 +230,11 @@ func (c *Client) Resolve(ctx context.Context, ref *Ref) (string, map[string]stri
 	defer stop()
 	repo, err := c.repository(ctx, ref)
 	if err != nil {
-		return "", nil, &Error{Ref: ref.String(), Err: err}
+		return "", nil, &Error{Ref: ref.Display(), Err: err}
 	}
 	_, m, err := c.manifest(ctx, repo, ref)
 	if err != nil {
-		return "", nil, &Error{Ref: ref.String(), Err: err}
+		return "", nil, &Error{Ref: ref.Display(), Err: err}
 	}
 	return m.digest, m.Annotations, nil
 }
@@ -394,7 +394,7 @@ func (c *Client) Tags(ctx context.Context, ref *Ref) ([]string, error) {
 	defer stop()
 	repo, err := c.repository(ctx, ref)
 	if err != nil {
-		return nil, &Error{Ref: ref.String(), Err: err}
+		return nil, &Error{Ref: ref.Display(), Err: err}
 	}
 	var tags []string
 	err = repo.Tags(ctx, "", func(page []string) error {
@@ -402,7 +402,7 @@ func (c *Client) Tags(ctx context.Context, ref *Ref) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, &Error{Ref: ref.String(), Err: c.netError(ctx, ref.Registry, "the tag list of "+ref.Repository, err)}
+		return nil, &Error{Ref: ref.Display(), Err: c.netError(ctx, ref.Registry, "the tag list of "+ref.Repository, err)}
 	}
 	return tags, nil
 }
@@ -455,7 +455,7 @@ func (c *Client) Push(ctx context.Context, ref *Ref, path string, meta Meta) (st
 	defer stop()
 	d, err := c.push(ctx, ref, path, meta)
 	if err != nil {
-		return "", &Error{Ref: ref.String(), Err: err}
+		return "", &Error{Ref: ref.Display(), Err: err}
 	}
 	return d, nil
 }

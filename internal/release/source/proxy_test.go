@@ -103,3 +103,17 @@ func TestProxyFromTheCallersEnvironment(t *testing.T) {
 		t.Errorf("the error shows the proxy's password: %v", err)
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://h.example/x/greet.tar.gz":                     "https://h.example/x/greet.tar.gz",
+		"https://h.example/x/greet.tar.gz?X-Amz-Signature=abc": "https://h.example/x/greet.tar.gz?…",
+		"https://u:pw@h.example/greet.tar.gz?":                 "https://u:xxxxx@h.example/greet.tar.gz?…",
+		"oci://r.example/acme/greet:1.0.0":                     "oci://r.example/acme/greet:1.0.0",
+		"http://127.0.0.1:8080/greet.tar.gz?token=t#frag":      "http://127.0.0.1:8080/greet.tar.gz?…",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

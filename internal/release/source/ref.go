@@ -96,6 +96,24 @@ func (r *Ref) String() string {
 	return s
 }
 
+// Display is the reference as it is shown to a person: an https URL's
+// query (often a pre-signed token) is "…" and its password "xxxxx"; the
+// reference is kept and fetched as it is written (String).
+func (r *Ref) Display() string { return Redact(r.String()) }
+
+// Redact is Display of a reference as written (a stored source).
+func Redact(ref string) string {
+	u, err := url.Parse(ref)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return ref
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+		return u.Redacted() + "?…"
+	}
+	return u.Redacted()
+}
+
 // Host is what a reference connects to: the registry or the URL's host.
 func (r *Ref) Host() string {
 	if r.Scheme == SchemeHTTPS {
