@@ -24,6 +24,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/rukh-cli/rukh/internal/release/trust"
 	"github.com/rukh-cli/rukh/internal/run/envpolicy"
+	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
 // fakeRegistry serves the distribution API for one repository, acme/x,
@@ -569,7 +570,7 @@ func TestCredentialHelpers(t *testing.T) {
 			if err := os.WriteFile(config, []byte(strings.ReplaceAll(tc.cfg, "HOST", host)), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var stderr syncBuffer
+			var stderr testhome.Buffer
 			home := t.TempDir()
 			if err := os.WriteFile(filepath.Join(home, "secret"), []byte("from-the-callers-env"), 0o600); err != nil {
 				t.Fatal(err)
@@ -613,23 +614,6 @@ func TestCredentialHelpers(t *testing.T) {
 			}
 		})
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestHelperEnvReachesTheDaemon: every variable a credential helper runs
