@@ -421,9 +421,10 @@ func changelog(name, version, maintainer, describe string, date time.Time) strin
 // formatSuffixes follow "rukh" in the format identifiers, which keep it
 // whatever the CLI's name: rukh.extension/2, rukh-extension.json,
 // rukh.ipc/1, rukh-release.json and .sig, rukh.release/1,
-// rukh.signature/1, and the channel's RUKH_IPC_FD, RUKH_IPC_TOKEN,
+// rukh.signature/1, the release sources' media types and annotations
+// (vnd.rukh.release.v1, dev.rukh.release.package), and the channel's RUKH_IPC_FD, RUKH_IPC_TOKEN,
 // RUKH_INVOCATION_ID and RUKH_COMMAND.
-var formatSuffixes = []string{".extension/", "-extension.json", ".ipc/", "-release.", ".release/", ".signature/",
+var formatSuffixes = []string{".extension/", "-extension.json", ".ipc/", "-release.", ".release/", ".release.", ".signature/",
 	"_IPC_", "_INVOCATION_ID", "_COMMAND"}
 
 // renamed is text with the reference CLI's name replaced by name, as
