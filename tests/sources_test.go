@@ -493,6 +493,9 @@ func TestHTTPSAndOfflineSources(t *testing.T) {
 		if strings.Contains(said, "s3cr3t") || !strings.Contains(said, srv.URL+"/greet.tar.gz?…") {
 			t.Errorf("ext install and ext list show the URL's query, or not the URL:\n%s", said)
 		}
+		if out := e.ok("ext", "upgrade", "--all"); strings.Contains(out, "s3cr3t") {
+			t.Errorf("ext upgrade --all of an unchanged URL shows its query:\n%s", out)
+		}
 		if rows := e.outdated(); rows[0].Upgrade || rows[0].Latest != "0.1.0" {
 			t.Errorf("outdated of an unchanged URL: %+v", rows)
 		}

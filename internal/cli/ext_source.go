@@ -237,9 +237,9 @@ func fetchAndInstall(ctx context.Context, c *source.Client, a *admin.Admin, ref 
 	if err != nil {
 		var errs descriptor.Errors
 		if errors.As(err, &errs) {
-			return nil, fmt.Errorf("%s (%s) is not a valid release: %w; nothing was installed", ref, got.Resolved, err)
+			return nil, fmt.Errorf("%s (%s) is not a valid release: %w; nothing was installed", ref.Display(), got.Resolved, err)
 		}
-		return nil, fmt.Errorf("%s (%s): %w; nothing was installed", ref, got.Resolved, err)
+		return nil, fmt.Errorf("%s (%s): %w; nothing was installed", ref.Display(), got.Resolved, err)
 	}
 	return res, nil
 }
@@ -509,7 +509,7 @@ installed package. A failed upgrade leaves the previous release active.
 					continue
 				}
 				if p.next == nil {
-					fmt.Fprintf(f.IO.ErrOut, "%s %s is up to date (%s)\n", p.pkg, p.installed, safe(p.source))
+					fmt.Fprintf(f.IO.ErrOut, "%s %s is up to date (%s)\n", p.pkg, p.installed, safe(source.Redact(p.source)))
 					continue
 				}
 				if dryRun {

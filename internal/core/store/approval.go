@@ -40,7 +40,7 @@ type Approval struct {
 	Identity     string // the command
 	Digest       string // its release
 	Task         string
-	InputsDigest string // hex SHA-256 of the inputs as the invoke frame carries them
+	InputsDigest string // hex SHA-256 of the inputs as the invoke frame carries them; of the exact argv for a passthrough command
 	Inputs       string // those inputs (JSON), for the owner to read
 	EffectClass  string
 	Transport    string    // of the call that asked
