@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -106,7 +107,7 @@ func startRegistry(t *testing.T, ca *testCA) string {
 		addr := ln.Addr().String()
 		ln.Close()
 		cfg := filepath.Join(dir, fmt.Sprintf("config-%d.yml", attempt))
-		yml := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n%s",
+		yml := fmt.Sprintf("version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n%s",
 			filepath.Join(dir, fmt.Sprintf("data-%d", attempt)), addr, tlsConf)
 		if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
 			t.Fatal(err)
@@ -116,12 +117,32 @@ func startRegistry(t *testing.T, ca *testCA) string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Its log goes to logPath through a pipe the test reads: the line
+		// "listening on ADDR" is the registry's own word that it serves.
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command(bin, "serve", cfg)
-		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.Stdout, cmd.Stderr = pw, pw
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		logf.Close()
+		pw.Close()
+		listening := make(chan struct{})
+		go func() {
+			defer logf.Close()
+			defer pr.Close()
+			sc := bufio.NewScanner(pr)
+			said := false
+			for sc.Scan() {
+				fmt.Fprintln(logf, sc.Text())
+				if !said && strings.Contains(sc.Text(), "listening on "+addr) {
+					said = true
+					close(listening)
+				}
+			}
+		}()
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
 		stop := func() {
@@ -133,24 +154,21 @@ func startRegistry(t *testing.T, ca *testCA) string {
 			}
 		}
 		ready := false
-		for end := time.Now().Add(15 * time.Second); !ready && time.Now().Before(end); {
-			select {
-			case <-exited:
-				data, _ := os.ReadFile(logPath)
-				lastErr = fmt.Errorf("docker-registry on %s exited: %s", addr, data)
-				end = time.Time{}
-				continue
-			default:
-			}
+		select {
+		case <-listening:
 			resp, err := client.Get(scheme + "://" + addr + "/v2/")
 			if err == nil {
 				resp.Body.Close()
 				ready = resp.StatusCode == http.StatusOK
 			}
 			if !ready {
-				lastErr = fmt.Errorf("GET %s://%s/v2/: %v", scheme, addr, err)
-				time.Sleep(20 * time.Millisecond)
+				lastErr = fmt.Errorf("GET %s://%s/v2/: %v (%v)", scheme, addr, err, resp)
 			}
+		case <-exited:
+			data, _ := os.ReadFile(logPath)
+			lastErr = fmt.Errorf("docker-registry on %s exited: %s", addr, data)
+		case <-time.After(15 * time.Second):
+			lastErr = fmt.Errorf("docker-registry never said it was listening on %s", addr)
 		}
 		if ready {
 			t.Cleanup(stop)
@@ -158,7 +176,7 @@ func startRegistry(t *testing.T, ca *testCA) string {
 		}
 		stop()
 	}
-	t.Fatalf("docker-registry did not answer GET /v2/ within 15 s: %v", lastErr)
+	t.Fatalf("docker-registry did not serve: %v", lastErr)
 	return ""
 }
 
