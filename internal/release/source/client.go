@@ -303,10 +303,8 @@ func (c *Client) triedFor(host string) string {
 
 // A watch bounds one operation: it fails once no request starts, no
 // response arrives and no body byte is read for the timeout.
-type watch struct {
-	timer *time.Timer
-	d     time.Duration
-}
+// watch is an operation's stall watchdog: kick resets it.
+type watch struct{ reset func() }
 
 type watchKey struct{}
 
@@ -314,10 +312,11 @@ type watchKey struct{}
 // operation, and its stop.
 func (c *Client) watch(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &watch{d: c.timeout()}
-	w.timer = time.AfterFunc(w.d, func() { cancel(errStalled) })
+	d := c.timeout()
+	idle := time.AfterFunc(d, func() { cancel(errStalled) })
 	total := time.AfterFunc(c.maxOperation(), func() { cancel(errTooLong) })
-	return context.WithValue(ctx, watchKey{}, w), func() { w.timer.Stop(); total.Stop(); cancel(nil) }
+	w := &watch{reset: func() { idle.Reset(d) }}
+	return context.WithValue(ctx, watchKey{}, w), func() { idle.Stop(); total.Stop(); cancel(nil) }
 }
 
 func (c *Client) maxOperation() time.Duration {
@@ -337,7 +336,7 @@ func (c *Client) stallError(ctx context.Context, what string) *StallError {
 
 func kick(ctx context.Context) {
 	if w, ok := ctx.Value(watchKey{}).(*watch); ok {
-		w.timer.Reset(w.d)
+		w.reset()
 	}
 }
 

@@ -462,60 +462,72 @@ func TestArchiveLimitHoldsARelease(t *testing.T) {
 
 // TestUploadProgress: an upload that takes longer than the timeout in
 // all but never pauses that long (a big push on a slow link) is not cut
-// off: every read of the request's body is progress. The body is fed in
-// chunks by the test, a quarter of the timeout apart, until three
-// timeouts have passed; the server reads all of it and answers.
+// off: every read of the request's body is progress, and kicks the
+// operation's watch. The test feeds the body a chunk at a time and waits,
+// after each, for the kick its read makes (an event, not a clock); the
+// round trip's own kicks come at its start and when the answer arrives.
 func TestUploadProgress(t *testing.T) {
+	kicks := make(chan struct{})
+	ctx := context.WithValue(context.Background(), watchKey{}, &watch{reset: func() { kicks <- struct{}{} }})
+	kicked := func(what string) {
+		t.Helper()
+		select {
+		case <-kicks:
+		case <-time.After(time.Minute): // a hang guard
+			t.Fatalf("no kick of the watch %s", what)
+		}
+	}
 	received := make(chan int, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The server's side of the round trip: it reads the whole body.
+	server := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		n, err := io.Copy(io.Discard, r.Body)
 		if err != nil {
 			t.Errorf("server: reading the upload: %v", err)
 		}
 		received <- int(n)
-		w.WriteHeader(http.StatusCreated)
-	}))
-	t.Cleanup(srv.Close)
-	c := client(t, nil)
-	c.Timeout = 300 * time.Millisecond
-	if err := c.init(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := c.watch(context.Background())
-	defer stop()
+		return &http.Response{StatusCode: http.StatusCreated, Body: http.NoBody, Request: r}, nil
+	})
 	pr, pw := io.Pipe()
-	total := make(chan int, 1)
-	go func() {
-		sent := 0
-		defer func() { total <- sent }()
-		start := time.Now()
-		chunk := []byte(strings.Repeat("x", 1024))
-		for time.Since(start) < 3*c.Timeout {
-			if _, err := pw.Write(chunk); err != nil {
-				pw.CloseWithError(err)
-				return
-			}
-			sent += len(chunk)
-			time.Sleep(c.Timeout / 4)
-		}
-		pw.Close()
-	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/upload", pr)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://registry.test/upload", pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		t.Fatalf("an upload that never paused for the timeout failed: %v (stalled: %v)", err, stalled(ctx))
+	type result struct {
+		resp *http.Response
+		err  error
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("upload answered %s", resp.Status)
+	done := make(chan result, 1)
+	go func() {
+		resp, err := progressTransport{base: server}.RoundTrip(req)
+		done <- result{resp, err}
+	}()
+	kicked("when the request starts")
+	chunk := []byte(strings.Repeat("x", 1024))
+	sent := 0
+	for i := range 12 {
+		if _, err := pw.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		sent += len(chunk)
+		kicked(fmt.Sprintf("by the read of chunk %d of the body", i+1))
 	}
-	if n, sent := <-received, <-total; n != sent {
+	pw.Close()
+	kicked("when the answer arrives")
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("an upload that never paused for the timeout failed: %v", res.err)
+	}
+	if res.resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload answered %s", res.resp.Status)
+	}
+	if n := <-received; n != sent {
 		t.Errorf("the server received %d bytes of %d", n, sent)
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // helperDir writes docker-credential-NAME scripts into a directory that
 // is only on the PATH given to the client, never on this process's.
