@@ -47,6 +47,24 @@ func (sf *sourceFlags) client(f *Factory) (*source.Client, error) {
 	return &source.Client{Getenv: envpolicy.Lookup(f.Env), Stderr: f.IO.ErrOut, PlainHTTP: sf.plainHTTP, Timeout: sf.timeout}, nil
 }
 
+// sourced is what outdated and upgrade start from: the source client,
+// the owner's admin and the installed state.
+func (sf *sourceFlags) sourced(f *Factory) (*source.Client, *admin.Admin, *admin.State, error) {
+	c, err := sf.client(f)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h, err := f.Host()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := h.Admin().State()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, h.Admin(), st, nil
+}
+
 // sourceError makes err of a source say that nothing changed, with the
 // exit status of an unreachable service when the source could not be
 // reached or stalled.
@@ -388,22 +406,14 @@ is installed. A package installed by digest or with --pin is listed but not
 marked for upgrade.`,
 		Args: exactArgs(0, "ext outdated takes no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := sf.client(f)
-			if err != nil {
-				return err
-			}
-			h, err := f.Host()
-			if err != nil {
-				return err
-			}
-			st, err := h.Admin().State()
+			c, adm, st, err := sf.sourced(f)
 			if err != nil {
 				return err
 			}
 			rows := []outdatedRow{}
 			failed := 0
 			for _, r := range sourcedReleases(st) {
-				row := checkSource(cmd.Context(), clientFor(c, r), h.Admin(), r, pre)
+				row := checkSource(cmd.Context(), clientFor(c, r), adm, r, pre)
 				if row.Error != "" {
 					failed++
 					fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", row.Package, safe(row.Error))
@@ -482,19 +492,11 @@ installed package. A failed upgrade leaves the previous release active.
 			if pin != "" && (all || slices.ContainsFunc(args, func(a string) bool { return !source.IsSource(a) })) {
 				return &UsageError{errors.New("--pin goes with a named reference (ext upgrade oci://HOST/REPO@sha256:HEX --pin sha256:…): it accepts that exact release, not whatever --all or a package's source offers")}
 			}
-			c, err := sf.client(f)
+			c, adm, st, err := sf.sourced(f)
 			if err != nil {
 				return err
 			}
-			h, err := f.Host()
-			if err != nil {
-				return err
-			}
-			st, err := h.Admin().State()
-			if err != nil {
-				return err
-			}
-			plans, err := upgradePlans(cmd.Context(), f, c, h.Admin(), st, args, all, pre)
+			plans, err := upgradePlans(cmd.Context(), f, c, adm, st, args, all, pre)
 			if err != nil {
 				return err
 			}
@@ -516,7 +518,7 @@ installed package. A failed upgrade leaves the previous release active.
 					fmt.Fprintf(f.IO.Out, "would upgrade %s %s to %s from %s\n", safe(p.pkg), p.installed, safe(p.latest), safe(p.next.Display()))
 					continue
 				}
-				if err := upgradeOne(cmd.Context(), f, h.Admin(), plainClient(c, p.plain), p, pin); err != nil {
+				if err := upgradeOne(cmd.Context(), f, adm, plainClient(c, p.plain), p, pin); err != nil {
 					failed++
 					if unavailable(err) {
 						offline++
