@@ -118,7 +118,11 @@ const pythonProgram = `import json, os, signal, sys
 def stop(signum, frame):
     # Ctrl-C at a terminal sends SIGINT to the program as well as to rukh,
     # and rukh stops the call with SIGTERM: end at once, quietly, with the
-    # status a shell gives a program that signal ends (130, 143).
+    # status a shell gives a program that signal ends (130, 143). The
+    # other signal, which comes while it ends, is ignored: raised during
+    # the interpreter's shutdown, it would print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(128 + signum)
 
 def greet(inputs):
