@@ -23,7 +23,8 @@ type child struct {
 	mu    sync.Mutex
 	proc  *spawn.Proc
 	pidfd *os.File
-	done  chan struct{} // closed once it has exited and was reported
+	told  chan struct{} // closed once it has exited and that was reported
+	done  chan struct{} // closed once, after that, what it left is gone
 }
 
 // start starts what the daemon asks, exactly as asked, with the same
@@ -66,14 +67,19 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 	}
 	pidfd := os.NewFile(uintptr(fd), "pidfd")
 	err = c.Send(&wire.Msg{Spawned: &wire.Spawned{PID: p.Pid, Foreground: p.Foreground}}, pidfd)
-	ch.proc, ch.pidfd, ch.done = p, pidfd, make(chan struct{})
+	ch.proc, ch.pidfd, ch.told, ch.done = p, pidfd, make(chan struct{}), make(chan struct{})
 	if err != nil {
 		p.Signal(syscall.SIGKILL)
 	}
 	go func() {
 		status := exited(p.Pid)
-		spawn.KillOrphansBut(p.Pid)
+		// The daemon is told first: what the command left behind (only
+		// under a helper that was killed itself: a helper that exits
+		// has ended all of it) is killed while the daemon records the
+		// outcome, and before this client exits (stop).
 		c.Send(&wire.Msg{Exited: &wire.Exited{Status: status}})
+		close(ch.told)
+		spawn.KillOrphansBut(p.Pid) // bounded (spawn.kill)
 		close(ch.done)
 	}()
 }
@@ -117,13 +123,14 @@ func exited(pid int) int {
 // waits until it is gone and reaps it, with what it left behind.
 func (ch *child) stop() {
 	ch.mu.Lock()
-	p, done := ch.proc, ch.done
+	p, told, done := ch.proc, ch.told, ch.done
 	ch.mu.Unlock()
 	if p == nil {
 		return
 	}
 	select {
-	case <-done:
+	case <-told:
+		<-done
 	default:
 		// SIGKILL of the helper too: one its command stopped or traces
 		// acts on nothing else. A helper killed while traced is reported

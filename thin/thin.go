@@ -81,7 +81,12 @@ type Session struct {
 // error: never a silent fallback that would wait for a lock that daemon
 // holds.
 func (d *Dialer) Connect(ctx context.Context) (*Session, error) {
-	s, err := d.Dial(ctx)
+	return d.connect(ctx, nil)
+}
+
+// connect is Connect, with first (when set) sent right behind the hello.
+func (d *Dialer) connect(ctx context.Context, first *request) (*Session, error) {
+	s, err := d.dial(ctx, false, first)
 	var we *wire.Error
 	switch {
 	case err == nil:
@@ -98,14 +103,14 @@ func (d *Dialer) Connect(ctx context.Context) (*Session, error) {
 // daemon listens, *wire.Error when the daemon refuses this client (another
 // build, a daemon that is stopping), and *Error when the socket is not the
 // user's own or the daemon does not answer in time.
-func (d *Dialer) Dial(ctx context.Context) (*Session, error) { return d.dial(ctx, false) }
+func (d *Dialer) Dial(ctx context.Context) (*Session, error) { return d.dial(ctx, false, nil) }
 
 // Manage sends one Status or Stop request and returns the daemon's
 // answer. Unlike Dial it also reaches a daemon of another build, which
 // refuses work with build_mismatch but still answers these two on the
 // same connection: `daemon status|stop|restart` must work across builds.
 func (d *Dialer) Manage(ctx context.Context, req *wire.Msg) (*wire.Msg, error) {
-	s, err := d.dial(ctx, true)
+	s, err := d.dial(ctx, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,10 +122,23 @@ func (d *Dialer) Manage(ctx context.Context, req *wire.Msg) (*wire.Msg, error) {
 	return m, err
 }
 
+// request is a request sent right behind the hello, before the daemon's
+// answer to it is read (Forward's Exec): the daemon reads a request only
+// once it has accepted the hello, so a refusal still comes first and
+// nothing of the request is acted on, and the request spends no round
+// trip waiting. waiting runs once it is sent, while the daemon answers.
+type request struct {
+	msg     *wire.Msg
+	files   []*os.File
+	waiting func()
+}
+
 // dial is Dial; with otherBuild, a refusal that still takes a Status or
 // Stop (manageable: another build, a drain) leaves the session open,
-// with the refusal in s.refused.
-func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
+// with the refusal in s.refused. first, when set, is sent behind the
+// hello (request), and the session's request is then in flight: await
+// its answer.
+func (d *Dialer) dial(ctx context.Context, otherBuild bool, first *request) (*Session, error) {
 	fi, err := os.Lstat(d.Socket)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNoDaemon
@@ -148,12 +166,19 @@ func (d *Dialer) dial(ctx context.Context, otherBuild bool) (*Session, error) {
 	deadline, _ := ctx.Deadline()
 	uc.SetDeadline(deadline)
 	err = s.c.Send(&wire.Msg{Hello: &wire.Hello{Protocol: wire.ProtocolVersion, Build: d.Build, Name: d.Name, PID: os.Getpid()}})
+	if err == nil && first != nil {
+		err = s.c.Send(first.msg, first.files...)
+		if err == nil && first.waiting != nil {
+			first.waiting()
+		}
+	}
 	var m *wire.Msg
 	if err == nil {
 		m, _, err = s.c.Receive()
 	} else if rm, _, rerr := s.c.Receive(); rerr == nil && rm.Error != nil {
-		// The daemon refused before it read the hello (it is busy): its
-		// answer is what to report, not the broken pipe.
+		// The daemon refused before it read the hello or the request
+		// (it is busy, or of another build): its answer is what to
+		// report, not the broken pipe.
 		m, err = rm, nil
 	}
 	uc.SetDeadline(time.Time{})
@@ -221,6 +246,12 @@ func (s *Session) do(ctx context.Context, req *wire.Msg, files []*os.File, onEve
 	if err := s.c.Send(req, files...); err != nil {
 		return nil, &Error{Name: s.name, Socket: s.socket, Op: "send", Err: err}
 	}
+	return s.await(ctx, onEvent, cancelReason, ch)
+}
+
+// await is do once the request was sent: it reads events until the
+// daemon's final message.
+func (s *Session) await(ctx context.Context, onEvent func(*wire.Msg), cancelReason func() string, ch *child) (*wire.Msg, error) {
 	var once sync.Once
 	stop := context.AfterFunc(ctx, func() {
 		once.Do(func() {

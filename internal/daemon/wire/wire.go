@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -480,39 +481,42 @@ type Stop struct{}
 // Stopping acknowledges Stop.
 type Stopping struct{}
 
+// The codec is made on first use, not at init: the thin client links
+// this package, and `rukh version`, which sends no frame, should not pay
+// for it at every start (docs/benchmarks.md, issue 28).
 var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
+	encMode = sync.OnceValue(func() cbor.EncMode {
+		m, err := cbor.EncOptions{Sort: cbor.SortCoreDeterministic}.EncMode()
+		if err != nil {
+			panic(err)
+		}
+		return m
+	})
+	decMode = sync.OnceValue(func() cbor.DecMode {
+		m, err := cbor.DecOptions{
+			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+			IndefLength:       cbor.IndefLengthForbidden,
+			TagsMd:            cbor.TagsForbidden,
+			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+			UTF8:              cbor.UTF8RejectInvalid,
+			MaxNestedLevels:   MaxDepth,
+			MaxArrayElements:  MaxElements,
+			MaxMapPairs:       MaxElements,
+			FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
+		}.DecMode()
+		if err != nil {
+			panic(err)
+		}
+		return m
+	})
 )
-
-func init() {
-	var err error
-	encMode, err = cbor.EncOptions{Sort: cbor.SortCoreDeterministic}.EncMode()
-	if err != nil {
-		panic(err)
-	}
-	decMode, err = cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		UTF8:              cbor.UTF8RejectInvalid,
-		MaxNestedLevels:   MaxDepth,
-		MaxArrayElements:  MaxElements,
-		MaxMapPairs:       MaxElements,
-		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-}
 
 // ErrFrame is wrapped by every error about a frame's bytes.
 var ErrFrame = errors.New("bad frame")
 
 // Encode appends m's frame to buf.
 func Encode(buf []byte, m *Msg) ([]byte, error) {
-	body, err := encMode.Marshal(m)
+	body, err := encMode().Marshal(m)
 	if err != nil {
 		return buf, err
 	}
@@ -526,7 +530,7 @@ func Encode(buf []byte, m *Msg) ([]byte, error) {
 // Decode decodes one frame body (without its length prefix) strictly.
 func Decode(body []byte) (*Msg, error) {
 	var m Msg
-	if err := decMode.Unmarshal(body, &m); err != nil {
+	if err := decMode().Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFrame, err)
 	}
 	if n := m.members(); n != 1 {
