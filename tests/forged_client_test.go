@@ -149,20 +149,22 @@ func (fc *fcConn) exec(h *dtHome, args ...string) {
 }
 
 // spawn reads until the daemon asks this client to start the command,
-// and returns the invocation id, the Spawn and its descriptors.
+// and returns the invocation id (the command's RUKH_INVOCATION_ID: the
+// daemon says Started only once the begin record is durable, which may
+// be after the Spawn, while the helper waits at its gate), the Spawn and
+// its descriptors.
 func (fc *fcConn) spawn() (string, *wire.Spawn, []*os.File) {
 	fc.t.Helper()
-	id := ""
 	for {
 		m, files := fc.next("the daemon's spawn")
 		switch {
-		case m.Started != nil:
-			id = m.Started.InvocationID
 		case m.Spawn != nil:
-			if id == "" {
-				fc.t.Fatal("spawn before started")
+			for _, kv := range m.Spawn.Env {
+				if id, ok := strings.CutPrefix(kv, "RUKH_INVOCATION_ID="); ok {
+					return id, m.Spawn, files
+				}
 			}
-			return id, m.Spawn, files
+			fc.t.Fatalf("a spawn without RUKH_INVOCATION_ID: %q", m.Spawn.Env)
 		case m.Exit != nil:
 			fc.t.Fatalf("the command line ended (exit %d) before the daemon asked to start its command", m.Exit.Status)
 		}

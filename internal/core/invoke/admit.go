@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rukh-cli/rukh/internal/cliname"
@@ -138,6 +139,53 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 	// using an approval for exactly this call, in the transaction that
 	// admits it; otherwise the same transaction asks for one.
 	want := ad.approvalFor(t, req)
+	b := &beginning{commit: func() (*Outcome, error) { return c.begin(t, req, ad, inv, want) }}
+	b.announce = func() {
+		req.Diagnostics.start(inv.ID, t, req, ad.taskName)
+		if req.OnStart != nil {
+			req.OnStart(inv.ID)
+		}
+	}
+	// run commits the begin record (b) before the command can run: while
+	// the helper starts, when it can hold the command until then (a
+	// gate), else just before the start. An outcome it decides before
+	// that (a missing program, say) is still recorded after its begin.
+	out = c.run(ctx, t, req, inv.ID, ad, b)
+	if refused, err := b.wait(); refused != nil {
+		return refused, err
+	}
+	b.started()
+	out.InvocationID = inv.ID
+	out.Attempt.ApprovalID = inv.Attempt.ApprovalID
+	return out, c.finish(inv.ID, out, res)
+}
+
+// beginning is the commit of an admitted call's begin record, made once
+// (wait) before its command may run, and the announcement that the call
+// started, made once the record is durable (started).
+type beginning struct {
+	commit   func() (refused *Outcome, err error)
+	announce func()
+
+	once, announced sync.Once
+	refused         *Outcome
+	err             error
+}
+
+// wait commits the begin record, or waits for the commit another
+// goroutine makes, and returns a refusal (recorded) if it was refused.
+func (b *beginning) wait() (*Outcome, error) {
+	b.once.Do(func() { b.refused, b.err = b.commit() })
+	return b.refused, b.err
+}
+
+// started announces the call (its diagnostics, Request.OnStart) once.
+func (b *beginning) started() { b.announced.Do(b.announce) }
+
+// begin commits inv, the begin record of an admitted call, durably, using
+// the approval want if the task needs one (or asking for it). A non-nil
+// Outcome is a refusal, recorded.
+func (c *Core) begin(t *Target, req *Request, ad *admission, inv *store.Invocation, want *store.Approval) (*Outcome, error) {
 	var asked *store.Approval
 	if err := c.updateSettled(func(tx *store.Tx) error {
 		now := c.Now().UTC()
@@ -179,14 +227,7 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 		out.InvocationID = inv.ID
 		return out, c.recordRejected(t, req, ad, out)
 	}
-	req.Diagnostics.start(inv.ID, t, req, ad.taskName)
-	if req.OnStart != nil {
-		req.OnStart(inv.ID)
-	}
-	out = c.run(ctx, t, req, inv.ID, ad)
-	out.InvocationID = inv.ID
-	out.Attempt.ApprovalID = inv.Attempt.ApprovalID
-	return out, c.finish(inv.ID, out, res)
+	return nil, nil
 }
 
 // detail is what the record keeps besides the outcome: the message, and

@@ -47,6 +47,7 @@ type enforcement struct {
 	spec    *sandbox.Spec
 	tmpdir  string   // the command's private TMPDIR, removed afterwards
 	report  *os.File // the read end of the helper's failure report
+	gate    *os.File // the write end of the helper's gate (open), until it is opened or closed
 }
 
 // prepareEnforcement builds the confinement of a command under the task's
@@ -167,11 +168,11 @@ func (e *enforcement) supervised() bool { return e.spec != nil }
 
 // wrap makes ex start the helper, which forks, applies the profile and
 // execs the command, and supervises it; the helper's report pipe is the
-// descriptor after the channel.
+// descriptor after the channel, and its gate (open) the one after that.
 // The host forks as for any command (a vfork, whatever the host's size),
 // and what the kernel refuses the helper is reported like any profile it
 // cannot apply.
-func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart *os.File, err error) {
+func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart []*os.File, err error) {
 	if e.spec == nil {
 		return nil, nil
 	}
@@ -179,15 +180,42 @@ func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart *os.File, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.report = r
+	gr, gw, err := os.Pipe()
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	e.report, e.gate = r, gw
 	e.spec.ReportFD = 3 + len(ex.ExtraFiles)
-	ex.ExtraFiles = append(ex.ExtraFiles, w)
+	e.spec.GateFD = e.spec.ReportFD + 1
+	ex.ExtraFiles = append(ex.ExtraFiles, w, gr)
 	if e.tmpdir != "" {
 		ex.Env = append(ex.Env, "TMPDIR="+e.tmpdir)
 	}
 	ex.Args = e.spec.Args(e.helper, append([]string{ex.Path}, ex.Args...))
 	ex.Path = e.helper
-	return w, nil
+	return []*os.File{w, gr}, nil
+}
+
+// gated reports whether the helper waits at its gate (wrap) before it
+// forks the command: then the command runs only once open is called.
+func (e *enforcement) gated() bool { return e.gate != nil }
+
+// open lets the helper fork the command; close, not open, has it exit
+// with nothing run. Either is done once; the other does nothing then.
+func (e *enforcement) open() {
+	if e.gate != nil {
+		e.gate.Write([]byte{'g'}) // a helper that is gone reads nothing: its exit tells
+		e.closeGate()
+	}
+}
+
+func (e *enforcement) closeGate() {
+	if e.gate != nil {
+		e.gate.Close()
+		e.gate = nil
+	}
 }
 
 // failure reads the helper's report once the command is done: a message
@@ -208,6 +236,7 @@ func (e *enforcement) failure() string {
 // failure never read it (the command was cancelled before it started, or
 // could not be started).
 func (e *enforcement) cleanup() {
+	e.closeGate()
 	if e.report != nil {
 		e.report.Close()
 		e.report = nil
@@ -287,7 +316,8 @@ func (c *Core) Enforceable() map[string]string {
 				err = ex.Wait()
 				spawn.Untrack(ex.Process.Pid)
 			}
-			w.Close()
+			closeAll(w)
+			e.closeGate() // a probe forks nothing: it never reads its gate
 		}
 		if msg := e.failure(); msg != "" || err != nil {
 			out[p] = fmt.Sprintf("NOT available: %s %v; calls of such tasks are refused", msg, err)

@@ -114,7 +114,9 @@ func (d *drain) run(r *os.File, wg *sync.WaitGroup) {
 }
 
 // run executes an admitted invocation and decides its outcome.
-func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *admission) *Outcome {
+// It commits the call's begin record (b) before the command runs, and
+// returns nil when that was refused (the refusal is b's).
+func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *admission, b *beginning) *Outcome {
 	cmd := t.Command
 	// The program's path comes from trust, not from a record: the data
 	// dir's content-addressed release directory and the declared program.
@@ -225,19 +227,29 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		closeAll(closeAfterStart)
 		closeAll(readEnds)
 		return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: err.Error()}
-	} else if w != nil {
-		closeAfterStart = append(closeAfterStart, w)
+	} else {
+		closeAfterStart = append(closeAfterStart, w...)
 	}
 
 	if ctx.Err() != nil {
 		// Cancelled while it waited to be admitted: nothing is started.
 		closeAll(closeAfterStart)
 		closeAll(readEnds)
-		reason := ReasonInterrupted
-		if req.CancelReason != nil {
-			reason = req.CancelReason()
+		return cancelledBeforeStart(cmd, req)
+	}
+	// The begin record is durable before the command runs. A helper that
+	// holds the command at its gate is started while the record
+	// commits, and the gate opens once it is durable; else the record
+	// comes first.
+	if enf.gated() {
+		go b.wait()
+	} else {
+		if refused, _ := b.wait(); refused != nil {
+			closeAll(closeAfterStart)
+			closeAll(readEnds)
+			return nil
 		}
-		return &Outcome{Outcome: Cancelled, Reason: reason, Message: fmt.Sprintf("%s was cancelled before it started (%s)", cmd.Identity, reason)}
+		b.started()
 	}
 	job := spawn.Job{Isolation: iso, Supervised: enf.supervised()}
 	var proc Process
@@ -251,6 +263,24 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	if err != nil {
 		closeAll(readEnds)
 		return enf.startError(cmd.Identity, err)
+	}
+	if enf.gated() {
+		refused, _ := b.wait()
+		if refused == nil && ctx.Err() == nil {
+			b.started()
+			enf.open()
+		} else {
+			// Refused, or cancelled while the record committed: the
+			// helper exits at its closed gate, and nothing ran.
+			enf.closeGate()
+			proc.Wait()
+			closeAll(readEnds)
+			drains.Wait()
+			if refused != nil {
+				return nil
+			}
+			return cancelledBeforeStart(cmd, req)
+		}
 	}
 	signal := proc.Signal
 
@@ -385,6 +415,16 @@ wait:
 		StdoutDropped: outDrain.dropped.Load(), StderrDropped: errDrain.dropped.Load(),
 	}
 	return out
+}
+
+// cancelledBeforeStart is the outcome of a call cancelled before its
+// command was started.
+func cancelledBeforeStart(cmd *descriptor.Command, req *Request) *Outcome {
+	reason := ReasonInterrupted
+	if req.CancelReason != nil {
+		reason = req.CancelReason()
+	}
+	return &Outcome{Outcome: Cancelled, Reason: reason, Message: fmt.Sprintf("%s was cancelled before it started (%s)", cmd.Identity, reason)}
 }
 
 func readChannel(conn net.Conn, frame []byte, onProgress func(extproto.Progress), reports chan<- channelResult) {

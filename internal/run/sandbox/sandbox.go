@@ -24,6 +24,10 @@ const (
 	Strict     = "strict"
 )
 
+// GateClosed is the exit status of a helper whose gate (Spec.GateFD)
+// closed before it was opened: nothing ran.
+const GateClosed = 125
+
 // Spec is what the helper applies.
 type Spec struct {
 	Profile string
@@ -54,8 +58,14 @@ type Spec struct {
 	Hide     []string
 	Keep     []string
 	Tmp      string
-	ReportFD int  // the helper reports a failure here (0: on its stderr)
-	Probe    bool // only check that the profile can be applied
+	ReportFD int // the helper reports a failure here (0: on its stderr)
+	// GateFD, when set, is a descriptor the helper reads one byte from
+	// before it forks the command: the host writes it once the call's
+	// begin record is durable. At the end of the file instead (the host
+	// refused the call, or died), the helper exits GateClosed and runs
+	// nothing.
+	GateFD int
+	Probe  bool // only check that the profile can be applied
 }
 
 // Rlimit is one resource limit.
@@ -70,6 +80,9 @@ func (s *Spec) Args(helper string, argv []string) []string {
 	args := []string{helper, s.Profile}
 	if s.ReportFD > 0 {
 		args = append(args, "--report", strconv.Itoa(s.ReportFD))
+	}
+	if s.GateFD > 0 {
+		args = append(args, "--gate", strconv.Itoa(s.GateFD))
 	}
 	for _, r := range s.Rlimits {
 		args = append(args, "--rlimit", strconv.Itoa(r.Resource), strconv.FormatUint(r.Max, 10))

@@ -20,6 +20,11 @@
  *   --grant-ro PATH   strict: as --ro, for a path the call was granted:
  *   --grant-rw PATH   as --rw; PATH must lead through no symbolic link
  *                     (grant_fd)
+ *   --gate FD         read one byte from FD before forking the command: the
+ *                     host writes it once the call's record is durable, so
+ *                     the helper starts while the record commits; at the
+ *                     end of the file instead (the host refused the call,
+ *                     or died) exit GATE_CLOSED and run nothing
  *   --probe           apply everything, then exit 0 instead of forking
  *
  * host: nothing but the supervision. restricted: the rlimits, no
@@ -367,6 +372,7 @@ struct spec {
 	const char *hide[MAX_HIDE]; /* covered by an empty tmpfs (isolate) */
 	const char *keep[MAX_HIDE]; /* shown again inside them, read-only */
 	char **argv; /* PROGRAM ARGV0 ARGS..., or 0 when probing */
+	int gate;    /* --gate FD, plus one: 0 for none */
 };
 
 static void set_report(const char *arg)
@@ -428,6 +434,11 @@ static void parse(char **argv, struct spec *s)
 			if (*n == MAX_HIDE || argv[1][0] != '/')
 				bad_usage("too many or relative hidden paths", argv[1]);
 			(keep ? s->keep : s->hide)[(*n)++] = *++argv;
+		} else if (streq(opt, "--gate") && argv[1]) {
+			if (parse_u64(argv[1], &v) || v < 3 || v > 1024 || s->gate)
+				bad_usage("bad --gate", argv[1]);
+			s->gate = (int)v + 1;
+			argv++;
 		} else if (streq(opt, "--probe") && !argv[1]) {
 			s->probe = 1;
 			return;
@@ -570,9 +581,29 @@ static void can_supervise(void)
 		fail_sys("list the processes it starts (/proc/self/task/PID/children)", r);
 }
 
-/* supervise forks the command and returns in it; the helper itself stays
- * here, supervising, until the command and all it started are gone. */
-static void supervise(void)
+/* GATE_CLOSED is the exit status of a helper whose gate closed unopened:
+ * it ran nothing. The host that closed it does not read it. */
+#define GATE_CLOSED 125
+
+/* wait_gate waits until the host opens the gate (one byte on fd) and
+ * closes it; a gate closed unopened ends the helper, with nothing run.
+ * Signals are blocked here: a host that dies closes the gate. */
+static void wait_gate(int fd)
+{
+	char b;
+	long r;
+	while ((r = sys3(__NR_read, fd, (long)&b, 1)) == -EINTR_)
+		;
+	if (r != 1)
+		for (;;)
+			sys1(__NR_exit_group, GATE_CLOSED);
+	sys1(__NR_close, fd);
+}
+
+/* supervise forks the command, once the gate (gate - 1, if gate) opens,
+ * and returns in it; the helper itself stays here, supervising, until the
+ * command and all it started are gone. */
+static void supervise(int gate)
 {
 	__u64 all = ~0ULL, old = 0;
 	long r = sys4(__NR_rt_sigprocmask, SIG_BLOCK_, &all, &old, 8);
@@ -586,6 +617,8 @@ static void supervise(void)
 	if (r < 0)
 		fail_sys("parent-death signal", r);
 	can_supervise();
+	if (gate)
+		wait_gate(gate - 1);
 
 	long pid = sys5(__NR_clone, SIGCHLD_, 0, 0, 0, 0);
 	if (pid < 0)
@@ -1262,7 +1295,7 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	if (s.probe)
 		can_supervise();
 	else
-		supervise();
+		supervise(s.gate);
 	if (s.host) /* the command as its host would start it */
 		run(&s, envp);
 	/* The command's parent-death signal (supervise set it: it dies with
