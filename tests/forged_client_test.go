@@ -355,7 +355,7 @@ func testForgedUnrelated(t *testing.T, b *dtBins) {
 	fc.exec(h, "quick")
 	id, sp, files := fc.spawn()
 	forgeReport(t, sp, files)
-	fc.send(&wire.Msg{Spawned: &wire.Spawned{PID: pid}}, pidfd)
+	fc.send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: pid}}, pidfd)
 	fc.c.Send(&wire.Msg{Exited: &wire.Exited{Status: 0}}) // the daemon may have ended the line already
 	fcRefused(t, h, id, fc.exit(dtHangGuard, "a call whose spawned named an unrelated process"))
 	fcUntouched(t, pid, "the unrelated sleep")
@@ -372,8 +372,8 @@ func testForgedPidZero(t *testing.T, b *dtBins) {
 	pid, pidfd := fcUnrelated(t)
 	fc := fcDial(t, h)
 	fc.exec(h, "quick")
-	id, _, _ := fc.spawn()
-	fc.send(&wire.Msg{Spawned: &wire.Spawned{PID: 0}}, pidfd)
+	id, sp, _ := fc.spawn()
+	fc.send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: 0}}, pidfd)
 	fc.c.Send(&wire.Msg{Exited: &wire.Exited{Status: 0}})
 	fcRefused(t, h, id, fc.exit(dtHangGuard, "a call spawned as pid 0"))
 	fcUntouched(t, pid, "the process the pidfd named")
@@ -394,8 +394,8 @@ func testForgedPidOne(t *testing.T, b *dtBins) {
 	for _, named := range []*os.File{pidfd, init} {
 		fc := fcDial(t, h)
 		fc.exec(h, "quick")
-		id, _, _ := fc.spawn()
-		fc.send(&wire.Msg{Spawned: &wire.Spawned{PID: 1}}, named)
+		id, sp, _ := fc.spawn()
+		fc.send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: 1}}, named)
 		fc.c.Send(&wire.Msg{Exited: &wire.Exited{Status: 0}})
 		fcRefused(t, h, id, fc.exit(dtHangGuard, "a call spawned as pid 1 ("+named.Name()+")"))
 	}
@@ -420,7 +420,7 @@ func testForgedNoPidfd(t *testing.T, b *dtBins) {
 		id, sp, chfiles := fc.spawn()
 		forgeReport(t, sp, chfiles)
 		self, _ := os.FindProcess(os.Getpid())
-		fc.send(&wire.Msg{Spawned: &wire.Spawned{PID: self.Pid}}, files...)
+		fc.send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: self.Pid}}, files...)
 		fc.c.Send(&wire.Msg{Exited: &wire.Exited{Status: 0}})
 		fcRefused(t, h, id, fc.exit(dtHangGuard, fmt.Sprintf("a call spawned with %d descriptors", len(files))))
 	}
@@ -428,7 +428,10 @@ func testForgedNoPidfd(t *testing.T, b *dtBins) {
 
 // A Spawned sent before the daemon asked for one (right after the
 // command line) is out of order: the call fails before anything starts,
-// and the client's process named by it is not signalled.
+// and the client's process named by it is not signalled. The daemon
+// may have sent its Spawn before it read the early frame; that frame
+// lacks the Spawn's ticket, so it is told apart all the same (TestRoute
+// makes the crossing itself).
 func testForgedEarly(t *testing.T, b *dtBins) {
 	h := fcNewHome(t, b, "owner")
 	child, pidfd := fcChild(t)
@@ -442,9 +445,14 @@ func testForgedEarly(t *testing.T, b *dtBins) {
 		switch {
 		case m.Started != nil:
 			id = m.Started.InvocationID
-		case m.Spawn != nil: // the old daemon took the early frame for the answer
-			forgeReport(t, m.Spawn, files)
-			fc.send(&wire.Msg{Exited: &wire.Exited{Status: 0}})
+		case m.Spawn != nil:
+			// The daemon asked before it read the early frame (they
+			// crossed). An Exited 0 would end the call as a success
+			// if it had taken that frame for the answer; it must not.
+			for _, f := range files {
+				f.Close()
+			}
+			fc.c.Send(&wire.Msg{Exited: &wire.Exited{Status: 0}})
 		case m.Exit != nil:
 			status = m.Exit.Status
 		}
@@ -462,8 +470,8 @@ func testForgedTwice(t *testing.T, b *dtBins) {
 	fc.exec(h, "quick")
 	id, sp, files := fc.spawn()
 	forgeReport(t, sp, files)
-	fc.send(&wire.Msg{Spawned: &wire.Spawned{PID: child.Process.Pid}}, pidfd)
-	fc.send(&wire.Msg{Spawned: &wire.Spawned{PID: child.Process.Pid}}, pidfd)
+	fc.send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: child.Process.Pid}}, pidfd)
+	fc.send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: child.Process.Pid}}, pidfd)
 	fc.c.Send(&wire.Msg{Exited: &wire.Exited{Status: 0}})
 	status := fc.exit(dtHangGuard, "a call spawned twice")
 	if r := fcRecord(h, id); r.Outcome != "execution_failed" {
@@ -482,7 +490,7 @@ func testForgedExitedWhileRunning(t *testing.T, b *dtBins) {
 	fc.exec(h, "drop")
 	id, sp, files := fc.spawn()
 	forgeReport(t, sp, files)
-	fc.send(&wire.Msg{Spawned: &wire.Spawned{PID: child.Process.Pid}}, pidfd)
+	fc.send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: child.Process.Pid}}, pidfd)
 	fc.send(&wire.Msg{Exited: &wire.Exited{Status: 0}})
 	status := fc.exit(dtHangGuard, "a call whose client said it exited while it ran")
 	if r := fcRecord(h, id); r.Outcome != "execution_failed" || status == 0 {
@@ -505,9 +513,9 @@ func testForgedNeverExited(t *testing.T, b *dtBins) {
 	child, pidfd := fcChild(t)
 	fc := fcDial(t, h)
 	fc.exec(h, "quick")
-	id, _, files := fc.spawn() // kept open: the channel and the report pipe
+	id, sp, files := fc.spawn() // kept open: the channel and the report pipe
 	_ = files
-	fc.send(&wire.Msg{Spawned: &wire.Spawned{PID: child.Process.Pid}}, pidfd)
+	fc.send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: child.Process.Pid}}, pidfd)
 	const bound = 20 * time.Second // 1 s deadline + 2 s grace + 2×3 s kill bounds + 2 s for Exited, and slack
 	start := time.Now()
 	status := fc.exit(bound, "a call whose client never says its command exited")

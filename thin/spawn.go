@@ -40,7 +40,7 @@ type child struct {
 // the kernel rather than from Exited.
 func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 	defer closeFiles(files) // the child has its own copies
-	fail := func(err error) { c.Send(&wire.Msg{Spawned: &wire.Spawned{Error: err.Error()}}) }
+	fail := func(err error) { c.Send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, Error: err.Error()}}) }
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if ch.proc != nil {
@@ -66,7 +66,7 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 		return
 	}
 	pidfd := os.NewFile(uintptr(fd), "pidfd")
-	err = c.Send(&wire.Msg{Spawned: &wire.Spawned{PID: p.Pid, Foreground: p.Foreground}}, pidfd)
+	err = c.Send(&wire.Msg{Spawned: &wire.Spawned{Ticket: sp.Ticket, PID: p.Pid, Foreground: p.Foreground}}, pidfd)
 	ch.proc, ch.pidfd, ch.told, ch.done = p, pidfd, make(chan struct{}), make(chan struct{})
 	if err != nil {
 		p.Signal(syscall.SIGKILL)

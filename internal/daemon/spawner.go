@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +57,7 @@ type clientSpawner struct {
 
 	mu      sync.Mutex
 	state   spawnState
+	ticket  uint64           // the Spawn's, which its Spawned must carry
 	spawned chan clientReply // the one Spawned
 	exited  chan int         // the one Exited
 	fault   chan struct{}    // closed at the client's first protocol fault
@@ -96,7 +99,7 @@ func (sp *clientSpawner) route(m *wire.Msg, files []*os.File) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	switch {
-	case m.Spawned != nil && sp.state == spawnAsked:
+	case m.Spawned != nil && sp.state == spawnAsked && m.Spawned.Ticket == sp.ticket:
 		sp.state = spawnRunning
 		sp.spawned <- clientReply{m, files}
 		return
@@ -117,8 +120,9 @@ func (sp *clientSpawner) route(m *wire.Msg, files []*os.File) {
 		spawnIdle: "before it was asked to start a command", spawnAsked: "before spawned",
 		spawnRunning: "a second time", spawnExited: "a second time",
 	}[sp.state]
-	if m.Spawned != nil && sp.state == spawnRunning {
-		when = "a second time"
+	if m.Spawned != nil && sp.state == spawnAsked {
+		// Sent before the Spawn came: it crossed the Spawn on the socket.
+		when = "before it was asked to start a command (it does not carry the spawn's ticket)"
 	}
 	sp.faultLocked(fmt.Sprintf("the client sent %s %s", what, when))
 }
@@ -153,10 +157,15 @@ func (sp *clientSpawner) refuse() {
 }
 
 func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, error) {
+	ticket, err := newTicket()
+	if err != nil {
+		sp.refuse()
+		return nil, err
+	}
 	sp.mu.Lock()
 	st := sp.state
 	if st == spawnIdle {
-		sp.state = spawnAsked
+		sp.state, sp.ticket = spawnAsked, ticket
 	}
 	sp.mu.Unlock()
 	select {
@@ -197,8 +206,8 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, err
 		sp.refuse()
 		return nil, fmt.Errorf("%d descriptors; the client takes at most %d", len(files), wire.MaxFiles)
 	}
-	msg := &wire.Spawn{Path: ex.Path, Args: ex.Args, Env: ex.Env, Dir: ex.Dir, Session: job.Isolation == spawn.Session, Supervised: job.Supervised, Files: len(files)}
-	err := sp.c.Send(&wire.Msg{Spawn: msg}, files...)
+	msg := &wire.Spawn{Path: ex.Path, Args: ex.Args, Env: ex.Env, Dir: ex.Dir, Session: job.Isolation == spawn.Session, Supervised: job.Supervised, Files: len(files), Ticket: ticket}
+	err = sp.c.Send(&wire.Msg{Spawn: msg}, files...)
 	sp.closeGiven()
 	if err != nil {
 		sp.refuse()
@@ -229,6 +238,16 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, err
 		sp.refuse()
 		return nil, fmt.Errorf("the client did not say within %s whether it started the command", spawnAnswer)
 	}
+}
+
+// newTicket draws a Spawn's ticket: unguessable, so that only a client
+// that read the Spawn can answer it.
+func newTicket() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("draw the spawn's ticket: %w", err)
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
 // killDelivered kills the command of a Spawned that came before a fault

@@ -187,12 +187,18 @@ type Spawn struct {
 	// command (spawn.Job).
 	Supervised bool `cbor:"supervised,omitempty"`
 	Files      int  `cbor:"files"`
+	// Ticket is a random number the daemon draws for this Spawn; the
+	// Spawned that answers it carries it back. A Spawned sent before the
+	// Spawn came cannot, and is a protocol fault, however the two cross
+	// on the socket.
+	Ticket uint64 `cbor:"ticket"`
 }
 
 // Spawned answers Spawn: the command runs as PID, and its pidfd comes
 // with the frame; or Error says why it could not be started (and nothing
 // comes with it).
 type Spawned struct {
+	Ticket     uint64 `cbor:"ticket"` // the Spawn's
 	PID        int    `cbor:"pid,omitempty"`
 	Foreground bool   `cbor:"foreground,omitempty"` // it joined the caller's job
 	Error      string `cbor:"error,omitempty"`
