@@ -146,10 +146,12 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 			req.OnStart(inv.ID)
 		}
 	}
-	// run commits the begin record (b) before the command can run: while
-	// the helper starts, when it can hold the command until then (a
-	// gate), else just before the start. An outcome it decides before
+	// The begin record (b) commits while run prepares the command and,
+	// when the helper can hold the command at its gate, while the helper
+	// starts; run waits for it before the command can run (before the
+	// start, or before the gate opens). An outcome run decides before
 	// that (a missing program, say) is still recorded after its begin.
+	go b.wait()
 	out = c.run(ctx, t, req, inv.ID, ad, b)
 	if refused, err := b.wait(); refused != nil {
 		return refused, err

@@ -237,13 +237,11 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		closeAll(readEnds)
 		return cancelledBeforeStart(cmd, req)
 	}
-	// The begin record is durable before the command runs. A helper that
-	// holds the command at its gate is started while the record
-	// commits, and the gate opens once it is durable; else the record
-	// comes first.
-	if enf.gated() {
-		go b.wait()
-	} else {
+	// The begin record (committing since Invoke began it) is durable
+	// before the command runs. A helper that holds the command at its
+	// gate is started while the record commits, and the gate opens once
+	// it is durable; else the record comes first.
+	if !enf.gated() {
 		if refused, _ := b.wait(); refused != nil {
 			closeAll(closeAfterStart)
 			closeAll(readEnds)
