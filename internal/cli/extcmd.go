@@ -21,34 +21,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// isBuiltin reports whether word is one of the root's own commands; an
-// extension route never starts with one (descriptor.ReservedWords).
-func isBuiltin(root *cobra.Command, word string) bool {
-	for _, c := range root.Commands() {
-		if c.Name() == word || slices.Contains(c.Aliases, word) {
-			return true
-		}
-	}
-	return false
+// isBuiltin reports whether word names one of the root's own commands
+// (descriptor.ReservedWords, which no extension route starts with),
+// other than the two cobra adds itself: `help WORDS` and `completion`
+// are answered with the extension commands in the tree.
+func isBuiltin(word string) bool {
+	return word != "help" && word != "completion" && slices.Contains(descriptor.ReservedWords, word)
 }
 
 // addExtensions adds installed extension commands to root for args. When
 // args name one command, only that command is built (one route record
-// and one descriptor are read, whatever the catalogue's size); otherwise
-// — help, completion, a group, a typo — the route index gives a light
-// tree of every route's words and summaries, with no descriptor decoded.
-func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []string) error {
+// and one descriptor are read, whatever the catalogue's size), and lone
+// says so: the command line needs nothing else in the tree. Otherwise —
+// help, completion, a group, a typo — the route index gives a light tree
+// of every route's words and summaries, with no descriptor decoded.
+func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []string) (lone bool, err error) {
 	words := args
 	completing := len(args) > 0 && strings.HasPrefix(args[0], "__complete")
 	if completing {
 		words = args[1:]
 	}
-	if len(words) > 0 && isBuiltin(root, words[0]) {
-		return nil
+	if len(words) > 0 && isBuiltin(words[0]) {
+		return false, nil
 	}
 	host, err := f.Host()
 	if err != nil {
-		return err
+		return false, err
 	}
 	helpOnly := len(words) == 0 || words[0] == "help" || words[0] == "--help" || words[0] == "-h"
 	// `help WORDS` shows the command WORDS names exactly as `WORDS
@@ -65,7 +63,7 @@ func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []
 		case err != nil && helpOnly:
 			target = nil // said below, where the listing fails the same way
 		case err != nil:
-			return err
+			return false, err
 		}
 	}
 	if target != nil && !completing {
@@ -73,17 +71,17 @@ func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []
 		cmd := newExtensionCmd(f, host, target)
 		cmd.GroupID = groupFor(parent)
 		parent.AddCommand(cmd)
-		return nil
+		return true, nil
 	}
 	routes, err := host.Core().Children(nil)
 	if err != nil && helpOnly {
 		// The help of the built-in commands needs no store (a daemon of
 		// another build may hold it): say what is missing, and show it.
 		fmt.Fprintf(f.IO.ErrOut, "%s: extension commands are not listed: %v\n", f.Name, err)
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, rt := range routes {
 		ws := strings.Fields(rt.Words)
@@ -98,7 +96,7 @@ func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []
 		ph.GroupID = groupFor(parent)
 		parent.AddCommand(ph)
 	}
-	return nil
+	return false, nil
 }
 
 // ensureGroups returns the command at path words under root, creating

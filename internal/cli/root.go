@@ -16,9 +16,15 @@ import (
 // Execute builds the command tree, runs args through it and returns the
 // exit status. Errors are printed to f.IO.ErrOut, once.
 func Execute(ctx context.Context, f *Factory, args []string) int {
-	root := NewRoot(f)
+	// A command line of one extension command needs none of the
+	// built-ins (no route starts with one's name): they are built only
+	// for the others, and a call through rukhd does not pay for them.
+	root := newRoot(f)
 	failed := root
-	err := addExtensions(ctx, f, root, args)
+	lone, err := addExtensions(ctx, f, root, args)
+	if !lone {
+		addBuiltins(f, root)
+	}
 	if err == nil {
 		failed, err = unknownCommand(root, args)
 	}
@@ -104,6 +110,13 @@ func quoteAll(s []string) []string {
 
 // NewRoot returns the root command with the built-in commands.
 func NewRoot(f *Factory) *cobra.Command {
+	root := newRoot(f)
+	addBuiltins(f, root)
+	return root
+}
+
+// newRoot is the root command without its children.
+func newRoot(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   f.Name,
 		Short: "Run trusted extension commands, for people and for agents",
@@ -125,9 +138,14 @@ where the owner's profile exposes it.`,
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddGroup(&cobra.Group{ID: extensionGroup, Title: "Extension commands:"})
+	return root
+}
+
+// addBuiltins adds the built-in commands to root. Each is named by a
+// descriptor.ReservedWords word (TestAdministrativeFence).
+func addBuiltins(f *Factory, root *cobra.Command) {
 	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f), newInvocationsCmd(f), newMCPCmd(f),
 		noArgsGroup(newDaemonCmd(f)), newDoctorCmd(f), newApproveCmd(f))
-	return root
 }
 
 // noArgsGroup makes a group command print its help when run bare and
