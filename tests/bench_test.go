@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -75,6 +76,28 @@ func BenchmarkCLI(b *testing.B) {
 			}
 		})
 	}
+	// F-daemon: what a daemon-hosted call costs at least
+	// (tests/testdata/floord): the same as F-call, split as rukh and
+	// rukhd split it — a client process that starts the command, a
+	// daemon that holds the store, commits the records and opens the
+	// helper's gate — with the same exchanges between them and nothing
+	// else. Its ratio to F-call is what the split itself costs.
+	floord := filepath.Join(dir, "floord")
+	build(b, floord, "./testdata/floord")
+	fdaemonSocket := filepath.Join(dir, "floord.sock")
+	startFloord(b, floord, append([]string{"serve", fdaemonSocket, filepath.Join(dir, "floord.db"), filepath.Join(dir, "rukh-sandbox"),
+		filepath.Join(hello, "bin", "hello"), string(directFrame), extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, directEnv...))
+	fdaemon := func(b *testing.B) {
+		if out, err := exec.Command(floord, "call", fdaemonSocket).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
+			b.Fatalf("floord call: %v: %q", err, out)
+		}
+	}
+	b.Run("floor/daemon-host+records+helper", func(b *testing.B) {
+		for b.Loop() {
+			fdaemon(b)
+		}
+	})
+	b.Run("F-daemon÷F-call", func(b *testing.B) { pairRatio(b, fdaemon, fcall) })
 	// The floors of `rukh version`: any Go program's start, and a Go
 	// program that prints a version (fmt and os).
 	runProgram := func(b *testing.B, path string) {
@@ -166,6 +189,47 @@ func BenchmarkCLI(b *testing.B) {
 		hello1(b) // warm
 		pairRatio(b, hello1, fcall)
 	})
+	b.Run("rukh-daemon÷F-daemon", func(b *testing.B) {
+		rukhCmd(b, envs[1], rukh, "daemon", "start")
+		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
+		hello1(b) // warm
+		pairRatio(b, hello1, fdaemon)
+	})
+}
+
+// startFloord starts the daemon floor (floord serve) for the rest of the
+// benchmark and returns once it listens.
+func startFloord(b *testing.B, floord string, args []string) {
+	b.Helper()
+	cmd := exec.Command(floord, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err == nil && line != "ready\n" {
+			err = fmt.Errorf("it said %q", line)
+		}
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			b.Fatalf("floord serve did not start: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		b.Fatal("floord serve did not say it listens within 30s")
+	}
 }
 
 // pairRatio runs x and y in alternation, each in turn first, for every
