@@ -66,7 +66,6 @@ func Forward(name string, args []string) (status int, ok bool) {
 	if len(args) == 0 || local[args[0]] {
 		return 0, false // no arguments: the help, which needs no daemon
 	}
-	go wire.Prepare() // while the paths are resolved and the socket dialed
 	p, err := paths.Resolve(name, os.Getenv)
 	if err != nil {
 		return 0, false // the in-process CLI reports it

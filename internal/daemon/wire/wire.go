@@ -517,19 +517,6 @@ var (
 	})
 )
 
-// Prepare makes the codec and what it learns of the frames a client
-// sends and reads by reflection, which their first encoding and decoding
-// would otherwise do (0.2–0.3 ms): a client that has other work before
-// its first frame (the thin client resolving its paths and dialing) runs
-// it alongside.
-func Prepare() {
-	sent, _ := encMode().Marshal(&Msg{Hello: &Hello{}, Exec: &Exec{}, Spawned: &Spawned{}, Exited: &Exited{}, Cancel: &Cancel{}})
-	read, _ := encMode().Marshal(&Msg{Hello: &Hello{}, Error: &Error{}, Spawn: &Spawn{}, Started: &Started{}, Exit: &Exit{}})
-	var m Msg
-	decMode().Unmarshal(sent, &m)
-	decMode().Unmarshal(read, &m)
-}
-
 // ErrFrame is wrapped by every error about a frame's bytes.
 var ErrFrame = errors.New("bad frame")
 
