@@ -106,11 +106,12 @@ func (p *peer) alive() bool { return !pidfdExited(p.pidfd) }
 func (p *peer) close() { p.pidfd.Close() }
 
 // verifyChild checks that pidfd, which the client sent with Spawned,
-// names a child of the peer, and returns its pid. The pid is read from the
-// pidfd, then the process's parent from /proc, then the pid again: a
-// process that was not reaped in between still holds its number, so the
-// parent read is its own (a zombie counts: a command that exits at once
-// is still the client's child until the client reaps it). The peer is
+// names a child of the peer, and returns its pid. The kernel says the
+// process's pid and parent in one call (pidfdInfo); where it cannot, the
+// pid is read from the pidfd, then the process's parent from /proc, then
+// the pid again: a process that was not reaped in between still holds its
+// number, so the parent read is its own (a zombie counts: a command that
+// exits at once is still the client's child until the client reaps it). The peer is
 // then checked to be alive, so the parent's number was the peer's too.
 // claimed, the pid the client sent, must be the same; it is used for
 // nothing else.
@@ -126,15 +127,22 @@ func (p *peer) verifyChild(pidfd *os.File, claimed int) (int, error) {
 	case claimed != pid:
 		return 0, fmt.Errorf("it says pid %d, but its pidfd names pid %d", claimed, pid)
 	}
-	st, err := readStat(pid)
-	if err != nil {
-		return 0, err
+	parent, ok := 0, false
+	if again, ppid, got := pidfdInfo(pidfd); got && again == pid {
+		parent, ok = ppid, true // the kernel's, of that very process
 	}
-	if again, err := pidfdPid(pidfd); err != nil || again != pid {
-		return 0, fmt.Errorf("pid %d was reaped while it was checked", pid)
+	if !ok {
+		st, err := readStat(pid)
+		if err != nil {
+			return 0, err
+		}
+		if again, err := pidfdPid(pidfd); err != nil || again != pid {
+			return 0, fmt.Errorf("pid %d was reaped while it was checked", pid)
+		}
+		parent = st.ppid
 	}
-	if st.ppid != p.pid {
-		return 0, fmt.Errorf("pid %d is not a child of the client (pid %d): its parent is pid %d", pid, p.pid, st.ppid)
+	if parent != p.pid {
+		return 0, fmt.Errorf("pid %d is not a child of the client (pid %d): its parent is pid %d", pid, p.pid, parent)
 	}
 	if !p.alive() {
 		return 0, errors.New("the client exited")

@@ -18,11 +18,37 @@ import (
 // not been reaped is that process's and no reused number's. A pid number a
 // client sends is only ever compared with the one its pidfd names.
 
+// pidfdGetInfo says whether to ask the kernel about a pidfd's process
+// with PIDFD_GET_INFO before reading /proc; a test turns it off to have
+// the daemon take the /proc reads, which kernels before 6.13 get.
+var pidfdGetInfo = true
+
+// pidfdInfo is the pid and the parent's pid, in the daemon's pid
+// namespace, of the live or exited but unreaped process pidfd names, read
+// from that process in one call (PIDFD_GET_INFO, Linux 6.13). ok is false
+// when the kernel does not say: an older kernel, a process reaped or in
+// no namespace the daemon sees, a descriptor that is not a pidfd; the
+// callers then read /proc.
+func pidfdInfo(pidfd *os.File) (pid, ppid int, ok bool) {
+	if !pidfdGetInfo {
+		return 0, 0, false
+	}
+	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
+	if unix.IoctlPidfdInfo(int(pidfd.Fd()), &info) != nil || info.Mask&unix.PIDFD_INFO_PID == 0 || info.Pid == 0 {
+		return 0, 0, false
+	}
+	return int(info.Pid), int(info.Ppid), true
+}
+
 // pidfdPid is the pid, in the daemon's pid namespace, of the process
-// pidfd names: from /proc/self/fdinfo ("Pid:"); -1 once it was reaped, 0
-// when it is in no namespace the daemon sees. A descriptor that is not a
-// pidfd has no such line and is an error.
+// pidfd names: from the kernel (pidfdInfo), else from /proc/self/fdinfo
+// ("Pid:"); -1 once it was reaped, 0 when it is in no namespace the
+// daemon sees. A descriptor that is not a pidfd has no such line and is
+// an error.
 func pidfdPid(pidfd *os.File) (int, error) {
+	if pid, _, ok := pidfdInfo(pidfd); ok {
+		return pid, nil
+	}
 	data, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(int(pidfd.Fd())))
 	if err != nil {
 		return 0, err

@@ -43,9 +43,18 @@ func TestPeerAndChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	for _, opt := range []int{unix.SO_PEERPIDFD, 0x7fff} { // 0x7fff: no such option (ENOPROTOOPT), the fallback
-		peerPidfdOpt = opt
-		c, err := net.Dial("unix", sock)
+	defer func() { peerPidfdOpt, pidfdGetInfo = unix.SO_PEERPIDFD, true }()
+	for _, c := range []struct {
+		opt     int
+		getInfo bool
+	}{
+		{unix.SO_PEERPIDFD, true},
+		{unix.SO_PEERPIDFD, false}, // the pids and parents from /proc, as before Linux 6.13
+		{0x7fff, false},            // 0x7fff: no such option (ENOPROTOOPT), the fallback
+	} {
+		opt := c.opt
+		peerPidfdOpt, pidfdGetInfo = c.opt, c.getInfo
+		conn, err := net.Dial("unix", sock)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,6 +83,11 @@ func TestPeerAndChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		childfd := pidfdOf(t, child.Process.Pid)
+		if pid, ppid, ok := pidfdInfo(childfd); ok != c.getInfo && c.getInfo {
+			t.Logf("PIDFD_GET_INFO is not available here (Linux < 6.13): /proc is read both ways")
+		} else if ok && (pid != child.Process.Pid || ppid != os.Getpid()) {
+			t.Errorf("PIDFD_GET_INFO says pid %d, parent %d; want %d, %d", pid, ppid, child.Process.Pid, os.Getpid())
+		}
 		if pid, err := p.verifyChild(childfd, child.Process.Pid); err != nil || pid != child.Process.Pid {
 			t.Errorf("own child: %d, %v", pid, err)
 		}
@@ -109,9 +123,8 @@ func TestPeerAndChild(t *testing.T) {
 		}
 		p.close()
 		uc.Close()
-		c.Close()
+		conn.Close()
 	}
-	peerPidfdOpt = unix.SO_PEERPIDFD
 }
 
 // A peer that exited is gone, whichever way it is named, and a pidfd
