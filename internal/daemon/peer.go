@@ -111,8 +111,9 @@ func (p *peer) close() { p.pidfd.Close() }
 // pid is read from the pidfd, then the process's parent from /proc, then
 // the pid again: a process that was not reaped in between still holds its
 // number, so the parent read is its own (a zombie counts: a command that
-// exits at once is still the client's child until the client reaps it). The peer is
-// then checked to be alive, so the parent's number was the peer's too.
+// exits at once is still the client's child until the client reaps it).
+// The peer is then checked to be alive, so the parent's number was the
+// peer's too.
 // claimed, the pid the client sent, must be the same; it is used for
 // nothing else.
 func (p *peer) verifyChild(pidfd *os.File, claimed int) (int, error) {
