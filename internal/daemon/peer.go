@@ -117,10 +117,14 @@ func (p *peer) close() { p.pidfd.Close() }
 // claimed, the pid the client sent, must be the same; it is used for
 // nothing else.
 func (p *peer) verifyChild(pidfd *os.File, claimed int) (int, error) {
-	pid, err := pidfdPid(pidfd)
+	pid, parent, fromKernel := pidfdInfo(pidfd)
+	if !fromKernel {
+		var err error
+		if pid, err = pidfdPid(pidfd); err != nil {
+			return 0, err
+		}
+	}
 	switch {
-	case err != nil:
-		return 0, err
 	case pid == -1:
 		return 0, errors.New("the process it names has already been reaped")
 	case pid == 0:
@@ -128,11 +132,7 @@ func (p *peer) verifyChild(pidfd *os.File, claimed int) (int, error) {
 	case claimed != pid:
 		return 0, fmt.Errorf("it says pid %d, but its pidfd names pid %d", claimed, pid)
 	}
-	parent, ok := 0, false
-	if again, ppid, got := pidfdInfo(pidfd); got && again == pid {
-		parent, ok = ppid, true // the kernel's, of that very process
-	}
-	if !ok {
+	if !fromKernel {
 		st, err := readStat(pid)
 		if err != nil {
 			return 0, err

@@ -83,7 +83,7 @@ func TestPeerAndChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		childfd := pidfdOf(t, child.Process.Pid)
-		if pid, ppid, ok := pidfdInfo(childfd); ok != c.getInfo && c.getInfo {
+		if pid, ppid, ok := pidfdInfo(childfd); c.getInfo && !ok {
 			t.Logf("PIDFD_GET_INFO is not available here (Linux < 6.13): /proc is read both ways")
 		} else if ok && (pid != child.Process.Pid || ppid != os.Getpid()) {
 			t.Errorf("PIDFD_GET_INFO says pid %d, parent %d; want %d, %d", pid, ppid, child.Process.Pid, os.Getpid())

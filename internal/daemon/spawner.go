@@ -157,11 +157,7 @@ func (sp *clientSpawner) refuse() {
 }
 
 func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, error) {
-	ticket, err := newTicket()
-	if err != nil {
-		sp.refuse()
-		return nil, err
-	}
+	ticket := newTicket()
 	sp.mu.Lock()
 	st := sp.state
 	if st == spawnIdle {
@@ -207,7 +203,7 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, err
 		return nil, fmt.Errorf("%d descriptors; the client takes at most %d", len(files), wire.MaxFiles)
 	}
 	msg := &wire.Spawn{Path: ex.Path, Args: ex.Args, Env: ex.Env, Dir: ex.Dir, Session: job.Isolation == spawn.Session, Supervised: job.Supervised, Files: len(files), Ticket: ticket}
-	err = sp.c.Send(&wire.Msg{Spawn: msg}, files...)
+	err := sp.c.Send(&wire.Msg{Spawn: msg}, files...)
 	sp.closeGiven()
 	if err != nil {
 		sp.refuse()
@@ -242,12 +238,12 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, err
 
 // newTicket draws a Spawn's ticket: unguessable, so that only a client
 // that read the Spawn can answer it.
-func newTicket() (uint64, error) {
+func newTicket() uint64 {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("draw the spawn's ticket: %w", err)
+		panic("daemon: no randomness: " + err.Error())
 	}
-	return binary.LittleEndian.Uint64(b[:]), nil
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // killDelivered kills the command of a Spawned that came before a fault
