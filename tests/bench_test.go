@@ -53,6 +53,8 @@ func BenchmarkCLI(b *testing.B) {
 	floor := filepath.Join(dir, "floor")
 	build(b, floor, "./testdata/floor")
 	floorDB := filepath.Join(dir, "floor.db")
+	// The command every floor runs: PROG FRAME ENV..., as rukh would.
+	floorCall := append([]string{filepath.Join(hello, "bin", "hello"), string(directFrame), extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, directEnv...)
 	var fcall func(*testing.B)
 	for _, c := range []struct {
 		name  string
@@ -62,8 +64,7 @@ func BenchmarkCLI(b *testing.B) {
 		{"floor/go-host+records", []string{"-store", floorDB}},
 		{"floor/go-host+records+helper", []string{"-store", floorDB, "-helper", filepath.Join(dir, "rukh-sandbox")}},
 	} {
-		args := append(c.flags, filepath.Join(hello, "bin", "hello"), string(directFrame), extproto.EnvFD+"=3", extproto.EnvToken+"="+strings.Repeat("0", 64))
-		args = append(args, directEnv...)
+		args := append(slices.Clip(c.flags), floorCall...)
 		run := func(b *testing.B) {
 			if out, err := exec.Command(floor, args...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
 				b.Fatalf("floor %v: %v: %q", c.flags, err, out)
@@ -85,8 +86,7 @@ func BenchmarkCLI(b *testing.B) {
 	floord := filepath.Join(dir, "floord")
 	build(b, floord, "./testdata/floord")
 	fdaemonSocket := filepath.Join(dir, "floord.sock")
-	startFloord(b, floord, append([]string{"serve", fdaemonSocket, filepath.Join(dir, "floord.db"), filepath.Join(dir, "rukh-sandbox"),
-		filepath.Join(hello, "bin", "hello"), string(directFrame), extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, directEnv...))
+	startFloord(b, floord, append([]string{"serve", fdaemonSocket, filepath.Join(dir, "floord.db"), filepath.Join(dir, "rukh-sandbox")}, floorCall...))
 	fdaemon := func(b *testing.B) {
 		if out, err := exec.Command(floord, "call", fdaemonSocket).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
 			b.Fatalf("floord call: %v: %q", err, out)
