@@ -150,7 +150,19 @@ func TestQuickstart(t *testing.T) {
 			// the command and its trace of the next command of the block
 			// that is not run in the background (whose trace and output
 			// may come at any point).
-			lines := strings.Split(text, "\n")
+			//
+			// A background command is traced by a shell of its own,
+			// which may write its trace while the main shell is between
+			// a trace's text and its newline ("+ rukh hello Ada
+			// --shout+ rukh ext dev hello"): such traces are taken out
+			// before the lines are split.
+			trace := text
+			for _, c := range cmds {
+				if bg, ok := strings.CutSuffix(c, "&"); ok {
+					trace = strings.ReplaceAll(trace, "+ "+strings.TrimSpace(bg)+"\n", "")
+				}
+			}
+			lines := strings.Split(trace, "\n")
 			at := 0
 			for _, p := range promises {
 				cmd := cmds[p.at]
