@@ -21,6 +21,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/admin"
 	"github.com/rukh-cli/rukh/internal/core/invoke"
 	"github.com/rukh-cli/rukh/internal/core/local"
+	"github.com/rukh-cli/rukh/internal/core/store"
 	"github.com/rukh-cli/rukh/internal/daemon"
 	"github.com/rukh-cli/rukh/internal/daemon/client"
 	"github.com/rukh-cli/rukh/internal/daemon/wire"
@@ -37,6 +38,7 @@ type waitEnv struct {
 	t     *testing.T
 	dir   string
 	data  string
+	paths paths.Paths
 	host  seam.ToolHost
 	held  *local.Host // the Local that runs detached calls: this one, or the daemon's
 	tools map[string]string
@@ -46,7 +48,7 @@ type waitEnv struct {
 func newWaitEnv(t *testing.T, withDaemon bool) *waitEnv {
 	t.Helper()
 	dir, p := newWaitHome(t)
-	w := &waitEnv{t: t, dir: dir, data: p.Data, tools: map[string]string{}}
+	w := &waitEnv{t: t, dir: dir, data: p.Data, paths: p, tools: map[string]string{}}
 	if !withDaemon {
 		l := local.New(p.Data)
 		w.host, w.held = l, l
@@ -430,5 +432,44 @@ func TestMCPDetachedEndsWithHost(t *testing.T) {
 				t.Errorf("the detached run of a rukh mcp that ended: %s/%s", inv.Outcome, inv.Reason)
 			}
 		})
+	}
+}
+
+// TestAutoRequestBehindHello: `rukh mcp` sends each request right behind
+// its hello (thin.Dialer.Request). A daemon of another build refuses the
+// hello, and the request that followed it is neither run nor recorded:
+// the caller gets build_mismatch. The same call by a client of the
+// daemon's build runs and is recorded once.
+func TestAutoRequestBehindHello(t *testing.T) {
+	w := newWaitEnv(t, true)
+	records := func() int {
+		t.Helper()
+		var n int
+		if err := w.held.Core().Store.View(func(tx *store.Tx) error {
+			invs, err := tx.Invocations(100)
+			n = len(invs)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "open"), nil, 0o600); err != nil { // gate answers at once
+		t.Fatal(err)
+	}
+	other := autoHostOf(w.paths, "another-build")
+	_, err := other.CallTool(context.Background(), &wire.CallTool{Task: "agent", Name: w.tools["gate"], Arguments: []byte(`{}`)}, seam.CallOptions{})
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeBuildMismatch {
+		t.Fatalf("a client of another build: %v, want %s", err, wire.CodeBuildMismatch)
+	}
+	if n := records(); n != 0 {
+		t.Fatalf("%d invocations recorded after a refused hello, want 0", n)
+	}
+	if res := w.call("agent", "gate", `{}`, false); res.Outcome != invoke.Succeeded {
+		t.Fatalf("the daemon's own build: %+v", res)
+	}
+	if n := records(); n != 1 {
+		t.Fatalf("%d invocations recorded after one call, want 1", n)
 	}
 }

@@ -84,6 +84,15 @@ func (d *Dialer) Connect(ctx context.Context) (*Session, error) {
 	return d.connect(ctx, nil)
 }
 
+// Request is Connect with req sent right behind the hello (request): the
+// request spends no round trip waiting for the daemon's hello. A nil
+// Session with a nil error means "run in-process", and then nothing of
+// req was acted on: the daemon reads a request only once it accepted the
+// hello. A Session's request is in flight: Await its answer.
+func (d *Dialer) Request(ctx context.Context, req *wire.Msg) (*Session, error) {
+	return d.connect(ctx, &request{msg: req})
+}
+
 // connect is Connect, with first (when set) sent right behind the hello.
 func (d *Dialer) connect(ctx context.Context, first *request) (*Session, error) {
 	s, err := d.dial(ctx, false, first)
@@ -247,6 +256,11 @@ func (s *Session) do(ctx context.Context, req *wire.Msg, files []*os.File, onEve
 		return nil, &Error{Name: s.name, Socket: s.socket, Op: "send", Err: err}
 	}
 	return s.await(ctx, onEvent, cancelReason, ch)
+}
+
+// Await is Do for the request Request sent behind the hello.
+func (s *Session) Await(ctx context.Context, onEvent func(*wire.Msg), cancelReason func() string) (*wire.Msg, error) {
+	return s.await(ctx, onEvent, cancelReason, nil)
 }
 
 // await is do once the request was sent: it reads events until the

@@ -81,23 +81,19 @@ func (s daemonSettler) Settle() error {
 // after finding the store locked.
 const lockedRetries = 3
 
-// session is thin.Dialer.Connect, the policy the CLI follows too: (nil,
-// nil) means run in-process.
-func (a *Auto) session(ctx context.Context) (*thin.Session, error) {
-	return a.Dialer.Connect(ctx)
-}
-
-// do runs one operation on the daemon or, when none answers, on local.
-func do[T any](ctx context.Context, a *Auto, remote func(*thin.Session) (T, error), local func() (T, error)) (T, error) {
+// do runs one request on the daemon, sent right behind the hello
+// (thin.Dialer.Request: the policy the CLI follows too), and answer reads
+// the daemon's answer; when none answers, local runs it here.
+func do[T any](ctx context.Context, a *Auto, req *wire.Msg, answer func(*thin.Session) (T, error), local func() (T, error)) (T, error) {
 	var zero T
 	for range lockedRetries {
-		s, err := a.session(ctx)
+		s, err := a.Dialer.Request(ctx, req)
 		if err != nil {
 			return zero, err
 		}
 		if s != nil {
 			defer s.Close()
-			return remote(s)
+			return answer(s)
 		}
 		v, err := local()
 		if !isLocked(err) {
@@ -119,8 +115,8 @@ func (a *Auto) WatchRevisions(ctx context.Context) (<-chan uint64, error) {
 }
 
 func (a *Auto) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
-	return do(ctx, a, func(s *thin.Session) (*wire.HTTP, error) {
-		m, err := s.Do(ctx, &wire.Msg{GetHTTP: &wire.GetHTTP{}}, nil, nil, nil)
+	return do(ctx, a, &wire.Msg{GetHTTP: &wire.GetHTTP{}}, func(s *thin.Session) (*wire.HTTP, error) {
+		m, err := s.Await(ctx, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -132,8 +128,8 @@ func (a *Auto) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
 }
 
 func (a *Auto) BindTask(ctx context.Context, task string) (string, error) {
-	return do(ctx, a, func(s *thin.Session) (string, error) {
-		m, err := s.Do(ctx, &wire.Msg{BindTask: &wire.BindTask{Task: task}}, nil, nil, nil)
+	return do(ctx, a, &wire.Msg{BindTask: &wire.BindTask{Task: task}}, func(s *thin.Session) (string, error) {
+		m, err := s.Await(ctx, nil, nil)
 		if err != nil {
 			return "", err
 		}
@@ -145,8 +141,8 @@ func (a *Auto) BindTask(ctx context.Context, task string) (string, error) {
 }
 
 func (a *Auto) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolPage, error) {
-	return do(ctx, a, func(s *thin.Session) (*wire.ToolPage, error) {
-		m, err := s.Do(ctx, &wire.Msg{ListTools: list}, nil, nil, nil)
+	return do(ctx, a, &wire.Msg{ListTools: list}, func(s *thin.Session) (*wire.ToolPage, error) {
+		m, err := s.Await(ctx, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -158,11 +154,11 @@ func (a *Auto) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolP
 }
 
 func (a *Auto) CallTool(ctx context.Context, call *wire.CallTool, opts seam.CallOptions) (*wire.CallResult, error) {
-	return do(ctx, a, func(s *thin.Session) (*wire.CallResult, error) {
-		c := *call
-		c.Progress = opts.OnProgress != nil
-		c.Diag = opts.Diagnostics != nil
-		m, err := s.Do(ctx, &wire.Msg{CallTool: &c}, nil, func(ev *wire.Msg) {
+	c := *call
+	c.Progress = opts.OnProgress != nil
+	c.Diag = opts.Diagnostics != nil
+	return do(ctx, a, &wire.Msg{CallTool: &c}, func(s *thin.Session) (*wire.CallResult, error) {
+		m, err := s.Await(ctx, func(ev *wire.Msg) {
 			switch {
 			case ev.Started != nil && opts.OnStart != nil:
 				opts.OnStart(ev.Started.InvocationID)

@@ -12,8 +12,9 @@ import (
 // The records are the same either way: a run detached in one host is
 // observed from any.
 func (a *Auto) WaitInvocations(ctx context.Context, task string, ids []string, timeout time.Duration) (*wire.WaitResult, error) {
-	return do(ctx, a, func(s *thin.Session) (*wire.WaitResult, error) {
-		m, err := s.Do(ctx, &wire.Msg{WaitInvocations: &wire.WaitInvocations{Task: task, IDs: ids, TimeoutMs: timeout.Milliseconds()}}, nil, nil, nil)
+	req := &wire.Msg{WaitInvocations: &wire.WaitInvocations{Task: task, IDs: ids, TimeoutMs: timeout.Milliseconds()}}
+	return do(ctx, a, req, func(s *thin.Session) (*wire.WaitResult, error) {
+		m, err := s.Await(ctx, nil, nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
