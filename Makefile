@@ -21,6 +21,11 @@ all: build
 # (docs/benchmarks.md).
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/rukh ./cmd/rukhd
+	# The one-shot core: rukhd without the built-in commands, MCP, the
+	# release sources or the daemon, which the thin rukh runs a command
+	# line of one extension command in when no daemon serves it
+	# (docs/adr/0017-one-shot-core.md).
+	CGO_ENABLED=0 $(GO) build -tags rukh_oneshot -ldflags "$(LDFLAGS)" -o $(BIN)/rukh-oneshot ./cmd/rukhd
 	# The enforcement helper starts before every restricted or strict
 	# command: C without libc (internal/run/sandbox/helper), built with $$CC or cc.
 	$(GO) run ./cmd/mksandbox -o $(BIN)/rukh-sandbox
@@ -37,6 +42,7 @@ test: vet
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags rukh_oneshot ./app/ ./internal/cli/ ./cmd/rukhd/ # the one-shot core's build
 	cd packaging && $(GO) vet -mod=mod ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

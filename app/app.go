@@ -17,9 +17,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/core/admin"
 	"github.com/rukh-cli/rukh/internal/core/invoke"
-	"github.com/rukh-cli/rukh/internal/core/local"
 	"github.com/rukh-cli/rukh/internal/core/wrapper"
-	"github.com/rukh-cli/rukh/internal/daemon"
 	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/internal/paths"
@@ -84,7 +82,7 @@ func (c Config) builtins() (*admin.Builtins, error) {
 	if len(c.Builtins) == 0 && len(c.Publishers) == 0 && c.Profile == nil {
 		return nil, nil
 	}
-	exe, err := os.Executable()
+	exe, err := wholeCore(c.Name)
 	if err != nil {
 		return nil, fmt.Errorf("the core binary: %w", err)
 	}
@@ -160,48 +158,7 @@ func Main(cfg Config, args []string) int {
 	case len(args) == 2 && args[0] == wrapper.Flag:
 		return wrapper.Serve(args[1])
 	}
-	b, err := cfg.builtins()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%sd: %v\n", cfg.Name, err)
-		return exitcode.Software
-	}
-	return daemon.Main(daemon.Options{Name: cfg.Name, Builtins: b, Run: runner(cfg, b)}, args)
-}
-
-// Runner is what a daemon of cfg runs forwarded command lines with: the
-// CLI, with cfg's built-ins. It is for this module's tests, which serve a
-// daemon.Server in their own process; an embedder calls Main.
-func Runner(cfg Config) daemon.Runner {
-	b, err := cfg.builtins()
-	if err != nil {
-		return func(_ context.Context, c *daemon.CommandLine) int {
-			fmt.Fprintf(c.Err, "%sd: %v\n", cfg.Name, err)
-			return exitcode.Software
-		}
-	}
-	return runner(cfg, b)
-}
-
-// runner runs the daemon's forwarded command lines with the CLI.
-func runner(cfg Config, b *admin.Builtins) daemon.Runner {
-	return func(ctx context.Context, c *daemon.CommandLine) int {
-		f := &cli.Factory{
-			Name:         cfg.Name,
-			IO:           cli.IOStreams{In: c.In, Out: c.Out, ErrOut: c.Err},
-			HomeEnv:      cfg.HomeEnv(),
-			Paths:        func() (paths.Paths, error) { return c.Paths, nil },
-			Dir:          c.Dir,
-			Env:          c.Env,
-			NewHost:      func() (*local.Host, error) { return c.Host, nil },
-			OnInvocation: c.OnInvocation,
-			Spawner:      c.Spawner,
-			CallerPID:    c.CallerPID,
-			CallerAlive:  c.CallerAlive,
-			HostNote:     c.HostNote,
-			Builtins:     b,
-		}
-		return cli.Execute(ctx, f, c.Args)
-	}
+	return serve(cfg, args)
 }
 
 // Single runs the CLI as one binary that links the core (tests use it

@@ -22,8 +22,9 @@ import (
 // from the route index, admit, record, run the Go example extension over
 // rukh.ipc/1, validate, finalize) against running the same extension
 // program directly with a prepared channel, with 1 and 2,001 installed
-// commands, in-process and through a running rukhd (whose resident memory
-// is reported as MiB-rss), with rukh-sandbox installed beside them. See
+// commands, in-process (in the one-shot core) and through a running rukhd
+// (whose resident memory is reported as MiB-rss), with rukh-sandbox
+// installed beside them. See
 // docs/benchmarks.md.
 func BenchmarkCLI(b *testing.B) {
 	dir := testhome.TempDir(b)
@@ -31,6 +32,9 @@ func BenchmarkCLI(b *testing.B) {
 	hello := filepath.Join(dir, "hello-src")
 	build(b, rukh, "../cmd/rukh")
 	build(b, filepath.Join(dir, "rukhd"), "../cmd/rukhd")
+	// The one-shot core, in which the thin rukh runs `rukh hello` when no
+	// daemon serves (docs/adr/0017-one-shot-core.md).
+	build(b, filepath.Join(dir, "rukh-oneshot"), "../cmd/rukhd", "-tags", "rukh_oneshot")
 	// The enforcement helper beside them, as make build and the .deb
 	// install it: every call is started and supervised by it.
 	if err := sandbox.Build(filepath.Join(dir, "rukh-sandbox")); err != nil {
@@ -275,9 +279,10 @@ func rukhCmd(b *testing.B, env []string, rukh string, args ...string) []byte {
 	return out
 }
 
-func build(b *testing.B, out, pkg string) {
+// build builds pkg into out, with the go build flags given.
+func build(b *testing.B, out, pkg string, flags ...string) {
 	b.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and the .deb build them
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build %s: %v\n%s", pkg, err, out)

@@ -64,7 +64,7 @@ func TestDependencies(t *testing.T) {
 	}
 }
 
-var updateDeps = flag.Bool("update", false, "rewrite cmd/rukh/depaware.txt and cmd/rukhd/depaware.txt from what they link, and testdata/mcpconfig/*.golden")
+var updateDeps = flag.Bool("update", false, "rewrite cmd/rukh/depaware.txt, cmd/rukhd/depaware.txt and cmd/rukhd/depaware-oneshot.txt from what they link, and testdata/mcpconfig/*.golden")
 
 // TestThinClientDeps: the thin `rukh` links exactly the packages listed in
 // cmd/rukh/depaware.txt — leaf packages of this module and what they
@@ -72,7 +72,7 @@ var updateDeps = flag.Bool("update", false, "rewrite cmd/rukh/depaware.txt and c
 // not even package net: wire dials with socket(2) itself), so it starts
 // about as fast as a program that does nothing. A change that
 // makes it link more fails here; if that is meant, `go test ./tests -run
-// 'TestThinClientDeps|TestCoreDeps' -update` rewrites the list for the
+// 'TestThinClientDeps|TestCoreDeps|TestOneShotDeps' -update` rewrites the list for the
 // reviewer to see. The standard library is checked by its absentees, since
 // its internal packages change with the Go version.
 func TestThinClientDeps(t *testing.T) {
@@ -87,13 +87,37 @@ func TestCoreDeps(t *testing.T) {
 	checkDepaware(t, "rukhd", nonStdDeps(t, "rukhd"))
 }
 
+// TestOneShotDeps: the one-shot core, rukh-oneshot (cmd/rukhd built with
+// the tag rukh_oneshot), links the packages listed in
+// cmd/rukhd/depaware-oneshot.txt: the core and the CLI of extension
+// commands, and none of the built-in commands' MCP SDK, release sources
+// (oras-go), HTTP server, OAuth or daemon, whose package inits a command
+// line of one extension command would pay for at every start
+// (docs/adr/0017-one-shot-core.md).
+func TestOneShotDeps(t *testing.T) {
+	got := tagDeps(t, "rukhd", "rukh_oneshot", "net/http", "encoding/gob", "crypto/tls")
+	for _, dep := range got {
+		for _, f := range []string{"github.com/modelcontextprotocol/", "oras.land/", "github.com/opencontainers/", "golang.org/x/oauth2", "github.com/rukh-cli/rukh/internal/daemon", "github.com/rukh-cli/rukh/internal/mcp", "github.com/rukh-cli/rukh/internal/release/source"} {
+			if strings.HasPrefix(dep, f) && dep != "github.com/rukh-cli/rukh/internal/daemon/wire" && dep != "github.com/rukh-cli/rukh/internal/daemon/client" && dep != "github.com/rukh-cli/rukh/internal/mcp/seam" {
+				t.Errorf("the one-shot core links %s", dep)
+			}
+		}
+	}
+	checkDepawareFile(t, "rukhd", "depaware-oneshot.txt", "cmd/rukhd built with -tags rukh_oneshot", got)
+}
+
 // nonStdDeps lists what cmd/NAME links outside the standard library,
 // sorted; linking one of forbidden (standard packages) is an error.
 func nonStdDeps(t *testing.T, name string, forbidden ...string) []string {
+	return tagDeps(t, name, "", forbidden...)
+}
+
+// tagDeps is nonStdDeps of cmd/NAME built with the build tags tags.
+func tagDeps(t *testing.T, name, tags string, forbidden ...string) []string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "../cmd/"+name).Output()
+	out, err := exec.Command("go", "list", "-deps", "-tags="+tags, "../cmd/"+name).Output()
 	if err != nil {
-		t.Fatalf("go list -deps ../cmd/%s: %v", name, err)
+		t.Fatalf("go list -deps -tags=%s ../cmd/%s: %v", tags, name, err)
 	}
 	var got []string
 	for _, dep := range strings.Fields(string(out)) {
@@ -112,9 +136,14 @@ func nonStdDeps(t *testing.T, name string, forbidden ...string) []string {
 // checkDepaware compares got with cmd/NAME/depaware.txt (rewritten with
 // -update).
 func checkDepaware(t *testing.T, name string, got []string) {
+	checkDepawareFile(t, name, "depaware.txt", "cmd/"+name, got)
+}
+
+// checkDepawareFile compares got, what what links, with cmd/NAME/file.
+func checkDepawareFile(t *testing.T, name, file, what string, got []string) {
 	t.Helper()
-	text := "# What cmd/" + name + " links besides the standard library (tests/deps_test.go).\n" + strings.Join(got, "\n") + "\n"
-	golden := filepath.Join("..", "cmd", name, "depaware.txt")
+	text := "# What " + what + " links besides the standard library (tests/deps_test.go).\n" + strings.Join(got, "\n") + "\n"
+	golden := filepath.Join("..", "cmd", name, file)
 	if *updateDeps {
 		if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
 			t.Fatal(err)

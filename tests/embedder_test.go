@@ -26,8 +26,8 @@ import (
 // recorded; a panic is an execution failure; and nothing acme prints or
 // keeps says "rukh" (format identifiers aside). Both hosts.
 
-// acmeBinaries builds acme, acmed and acme-sandbox into a directory of
-// the test's, whose path names no rukh.
+// acmeBinaries builds acme, acmed, acme-oneshot and acme-sandbox into a
+// directory of the test's, whose path names no rukh.
 func acmeBinaries(t *testing.T) (acme, acmed string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "acme-bin-")
@@ -42,6 +42,14 @@ func acmeBinaries(t *testing.T) (acme, acmed string) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build acme: %v\n%s", err, out)
+	}
+	// Its one-shot core, as `make build` builds rukh's: the command lines
+	// of one command below run in it.
+	build = exec.Command("go", "build", "-tags", "rukh_oneshot", "-o", filepath.Join(dir, "acme-oneshot"), "./cmd/acmed")
+	build.Dir = "../examples/acme"
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags rukh_oneshot acmed: %v\n%s", err, out)
 	}
 	if err := sandbox.Build(filepath.Join(dir, "acme-sandbox")); err != nil {
 		t.Fatal(err)
@@ -175,6 +183,13 @@ func TestEmbedderBuiltins(t *testing.T) {
 				t.Errorf("purge over MCP once approved: %v %q", env, text)
 			}
 			cs.Close()
+
+			// The one-shot core installs the built-in release with a copy
+			// of acmed, as acmed does: it was installed once, whichever
+			// ran first, and never again.
+			if out, _ := h.run(t, "profile", "history"); strings.Count(out, "install acme 1.2.0") != 1 {
+				t.Errorf("the built-in release was installed other than once:\n%s", out)
+			}
 
 			// The records name the built-ins as any command.
 			out, _ := h.run(t, "invocations", "list", "--json")

@@ -279,6 +279,15 @@ func hostBinaries(t testing.TB) (rukh, rukhd string) {
 			hostBins.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
 		}
+		// The one-shot core beside them, as make build and the .deb lay it
+		// out: the thin rukh runs a command line of one extension
+		// command in it when no daemon serves.
+		build = exec.Command("go", "build", "-tags", "rukh_oneshot", "-o", filepath.Join(hostBins.dir, "rukh-oneshot"), "../cmd/rukhd")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			hostBins.err = fmt.Errorf("go build -tags rukh_oneshot: %v\n%s", err, out)
+			return
+		}
 		// The enforcement helper beside them, as make build and the .deb
 		// install it: it supervises every call.
 		if hostBins.err = sandbox.Build(filepath.Join(hostBins.dir, "rukh-sandbox")); hostBins.err != nil {

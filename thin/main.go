@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -17,6 +19,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/internal/paths"
+	"github.com/rukh-cli/rukh/internal/release/descriptor/format"
 	"github.com/rukh-cli/rukh/internal/run/envpolicy"
 	"github.com/rukh-cli/rukh/internal/run/spawn"
 )
@@ -198,25 +201,61 @@ func startDaemon(name string) error {
 }
 
 // ExecCore replaces this process with the core binary running args
-// (CoreBinary, CoreFlag). It returns only when that fails, with the exit
-// status after saying why.
+// (CoreFlag): the one-shot core, NAME-oneshot, for a command line of an
+// extension command when it is installed beside this executable (it
+// links none of the built-in commands, MCP or release sources, so it
+// starts sooner; docs/adr/0017-one-shot-core.md), otherwise the whole
+// core, NAMEd (ExecWholeCore). It returns only when that fails, with the
+// exit status after saying why.
 func ExecCore(name string, args []string) int {
-	core, err := CoreBinary(name)
-	if err == nil {
-		err = syscall.Exec(core, append([]string{core, CoreFlag}, args...), os.Environ())
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__") && !slices.Contains(format.ReservedWords(), args[0]) {
+		if core, ok := beside(OneShotBinary(name)); ok {
+			return execCore(name, core, args)
+		}
 	}
+	return ExecWholeCore(name, args)
+}
+
+// ExecWholeCore replaces this process with the whole core binary, NAMEd,
+// running args (CoreFlag): what the one-shot core does with a command
+// line that is not one extension command. It returns only when that
+// fails, with the exit status after saying why.
+func ExecWholeCore(name string, args []string) int {
+	core, err := CoreBinary(name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return exitcode.Unavailable
+	}
+	return execCore(name, core, args)
+}
+
+func execCore(name, core string, args []string) int {
+	err := syscall.Exec(core, append([]string{core, CoreFlag}, args...), os.Environ())
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 	return exitcode.Unavailable
+}
+
+// OneShotBinary is the file name of the one-shot core binary of the CLI
+// name: NAME-oneshot, the core built with the build tag rukh_oneshot.
+func OneShotBinary(name string) string { return name + "-oneshot" }
+
+// beside is the path of file beside this executable, if it is a regular
+// file there.
+func beside(file string) (string, bool) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", false
+	}
+	p := filepath.Join(filepath.Dir(exe), file)
+	fi, err := os.Stat(p)
+	return p, err == nil && fi.Mode().IsRegular()
 }
 
 // CoreBinary finds the core binary of the CLI name, NAMEd: beside this
 // executable (how the .deb and `make build` lay them out), else on $PATH.
 func CoreBinary(name string) (string, error) {
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), name+"d")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p, nil
-		}
+	if p, ok := beside(name + "d"); ok {
+		return p, nil
 	}
 	p, err := exec.LookPath(name + "d")
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/release/extproto"
 	"github.com/rukh-cli/rukh/internal/run/envpolicy"
+	"github.com/rukh-cli/rukh/thin"
 	"github.com/spf13/cobra"
 )
 
@@ -205,7 +206,7 @@ func listApprovals(f *Factory, cmd *cobra.Command, all, asJSON bool) error {
 
 // hostAncestor returns the process, if any, that the process whose
 // command line this is descends from and that runs extension commands —
-// the thin client, the core, rukhd, `rukh mcp` — or 0. A command (or
+// the thin client, the core, the one-shot core, rukhd, `rukh mcp` — or 0. A command (or
 // anything it started, whatever it did with its environment, session or
 // group) stays below its host: its supervising rukh-sandbox adopts what
 // it leaves behind, and so do the one-shot core and the client that start
@@ -244,7 +245,7 @@ func hostAncestor(f *Factory) (int, error) {
 		}
 		exe, err := os.Readlink("/proc/" + strconv.Itoa(ppid) + "/exe")
 		exe = strings.TrimSuffix(exe, " (deleted)")
-		if base := filepath.Base(exe); err == nil && (exe == self || base == f.Name || base == f.Name+"d") {
+		if base := filepath.Base(exe); err == nil && (exe == self || base == f.Name || base == f.Name+"d" || base == thin.OneShotBinary(f.Name)) {
 			host = ppid
 			break
 		}

@@ -1,3 +1,5 @@
+//go:build !rukh_oneshot
+
 package cli
 
 import (
@@ -189,13 +191,6 @@ func printCommandTable(w io.Writer, d *descriptor.Descriptor) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Identity, c.Route(), al, c.Eligibility)
 	}
 	tw.Flush()
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // removeRelease is `ext remove`: what it removed is in the result.

@@ -1,3 +1,5 @@
+//go:build !rukh_oneshot
+
 package cli
 
 import (
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/internal/core/admin"
-	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 	"github.com/rukh-cli/rukh/internal/release/source"
 	"github.com/rukh-cli/rukh/internal/release/trust"
@@ -71,20 +72,6 @@ func newExtPackCmd(f *Factory) *cobra.Command {
 // inside reports whether path is within dir (both absolute).
 func inside(path, dir string) bool {
 	return strings.HasPrefix(filepath.Clean(path), filepath.Clean(dir)+string(filepath.Separator))
-}
-
-// reportDescriptorErrors prints every descriptor problem inside err the
-// way `ext validate` does.
-func reportDescriptorErrors(f *Factory, what string, err error) error {
-	var errs descriptor.Errors
-	if !errors.As(err, &errs) {
-		return err
-	}
-	fmt.Fprintf(f.IO.ErrOut, "%s: %s is not a valid release: %d problem%s\n", f.Name, what, len(errs), plural(len(errs)))
-	for _, e := range errs {
-		fmt.Fprintf(f.IO.ErrOut, "  %s\n", e)
-	}
-	return &ExitError{Status: exitcode.Failed, Err: err, Reported: true}
 }
 
 func newExtInstallCmd(f *Factory) *cobra.Command {
@@ -266,13 +253,6 @@ func newExtListCmd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func shortDigest(d string) string {
-	if len(d) > len("sha256:")+12 {
-		return d[:len("sha256:")+12]
-	}
-	return d
 }
 
 func newExtShowCmd(f *Factory) *cobra.Command {

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/rukh-cli/rukh/internal/core/admin"
+	"github.com/rukh-cli/rukh/internal/exitcode"
+	"github.com/rukh-cli/rukh/internal/release/descriptor"
 	"github.com/spf13/cobra"
 )
 
@@ -39,4 +42,32 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// reportDescriptorErrors prints every descriptor problem inside err the
+// way `ext validate` does.
+func reportDescriptorErrors(f *Factory, what string, err error) error {
+	var errs descriptor.Errors
+	if !errors.As(err, &errs) {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s: %s is not a valid release: %d problem%s\n", f.Name, what, len(errs), plural(len(errs)))
+	for _, e := range errs {
+		fmt.Fprintf(f.IO.ErrOut, "  %s\n", e)
+	}
+	return &ExitError{Status: exitcode.Failed, Err: err, Reported: true}
+}
+
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
 }

@@ -22,8 +22,10 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := newRoot(f)
 	failed := root
 	lone, err := addExtensions(ctx, f, root, args)
-	if !lone {
-		addBuiltins(f, root)
+	if !lone && !addBuiltins(f, root) {
+		// The one-shot core has no built-in commands: the whole core
+		// runs this command line, in this process, nothing of it run.
+		return thin.ExecWholeCore(f.Name, args)
 	}
 	if err == nil {
 		failed, err = unknownCommand(root, args)
@@ -108,7 +110,8 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-// NewRoot returns the root command with the built-in commands.
+// NewRoot returns the root command with the built-in commands (none in
+// the one-shot core).
 func NewRoot(f *Factory) *cobra.Command {
 	root := newRoot(f)
 	addBuiltins(f, root)
@@ -139,13 +142,6 @@ where the owner's profile exposes it.`,
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddGroup(&cobra.Group{ID: extensionGroup, Title: "Extension commands:"})
 	return root
-}
-
-// addBuiltins adds the built-in commands to root. Each is named by a
-// descriptor.ReservedWords word (TestAdministrativeFence).
-func addBuiltins(f *Factory, root *cobra.Command) {
-	root.AddCommand(newVersionCmd(f), newExtCmd(f), newTrustCmd(f), newProfileCmd(f), newToolsCmd(f), newInvocationsCmd(f), newMCPCmd(f),
-		noArgsGroup(newDaemonCmd(f)), newDoctorCmd(f), newApproveCmd(f))
 }
 
 // noArgsGroup makes a group command print its help when run bare and

@@ -1,3 +1,5 @@
+//go:build !rukh_oneshot
+
 package cli
 
 import (

@@ -32,6 +32,11 @@ type Admin struct {
 	Store   store.Provider
 	Now     func() time.Time
 	UID     int // the subject recorded in audit entries
+	// Core is the whole core binary, NAMEd, which the owner's wrappers'
+	// release holds a copy of; this executable when empty. The one-shot
+	// core sets it (to the NAMEd beside it) when it applies an
+	// embedder's starting profile (Builtins.Exe).
+	Core string
 }
 
 // New returns an Admin for dataDir that opens the store per operation,

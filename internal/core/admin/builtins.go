@@ -131,7 +131,10 @@ func (a *Admin) applyStartingProfile(b *Builtins) error {
 	if b.Profile == nil {
 		return nil
 	}
-	if _, _, err := a.ApplyProfile(b.Profile); err != nil {
+	// Its wrappers' release holds the same core binary as the built-ins'.
+	wa := *a
+	wa.Core = b.Exe
+	if _, _, err := wa.ApplyProfile(b.Profile); err != nil {
 		return fmt.Errorf("applying the starting profile: %w", err)
 	}
 	return nil

@@ -55,7 +55,10 @@ func (a *Admin) stageWrappers(p *profile.Profile) (*ownerWrappers, error) {
 	if len(p.Wrappers) == 0 {
 		return nil, nil
 	}
-	exe, err := os.Executable()
+	exe, err := a.Core, error(nil)
+	if exe == "" {
+		exe, err = os.Executable()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the core binary: %w", err)
 	}

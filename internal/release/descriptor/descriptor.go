@@ -32,10 +32,7 @@ var KnownFeatures = format.Features()
 
 // ReservedWords are the built-in command names; no extension route may
 // start with one.
-var ReservedWords = []string{
-	"approve", "completion", "daemon", "doctor", "ext", "help", "invocations",
-	"mcp", "profile", "tools", "trust", "version",
-}
+var ReservedWords = format.ReservedWords()
 
 // ReservedFlags are flag names every extension command gets from the CLI;
 // no input may declare them. "h" is reserved as a short flag.

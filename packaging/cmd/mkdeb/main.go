@@ -70,7 +70,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.Root, "root", "..", "the repository root (`make deb` runs mkdeb from packaging/)")
-	flag.StringVar(&o.Name, "name", "rukh", "the CLI's name: an embedder's package is NAME, with NAME, NAMEd, NAME-sandbox, its units, completions and man pages")
+	flag.StringVar(&o.Name, "name", "rukh", "the CLI's name: an embedder's package is NAME, with NAME, NAMEd, NAME-oneshot, NAME-sandbox, its units, completions and man pages")
 	flag.StringVar(&o.Module, "module", "", "the embedder's module directory, with cmd/NAME and cmd/NAMEd (default: -root)")
 	flag.StringVar(&o.OutDir, "o", "", "directory to write rukh_VERSION_ARCH.deb to (default: the repository root)")
 	flag.StringVar(&o.Version, "version", "", "Debian package version (default: from git describe --tags --always --dirty)")
@@ -151,6 +151,14 @@ func build(o options) (string, error) {
 	if out, err := gobuild.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
+	// The one-shot core: NAMEd without the built-in commands, MCP or the
+	// daemon, in which NAME runs a command line of one extension command
+	// when no daemon serves (docs/adr/0017-one-shot-core.md).
+	oneshot := exec.Command("go", "build", "-trimpath", "-tags=rukh_oneshot", "-ldflags="+ldflags, "-o", filepath.Join(bin, name+"-oneshot"), "./cmd/"+name+"d")
+	oneshot.Dir, oneshot.Env = module, gobuild.Env
+	if out, err := oneshot.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build -tags=rukh_oneshot: %v\n%s", err, out)
+	}
 	// The enforcement helper is C without libc, static too; for this
 	// machine's architecture, as the Go binaries are.
 	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(sandbox.SourcePath)))
@@ -175,6 +183,7 @@ func build(o options) (string, error) {
 	}
 	add(rukh, "/usr/bin/"+name, 0o755)
 	add(filepath.Join(bin, name+"d"), "/usr/bin/"+name+"d", 0o755)
+	add(filepath.Join(bin, name+"-oneshot"), "/usr/bin/"+name+"-oneshot", 0o755)
 	// The enforcement helper: the CLI finds it beside itself.
 	add(filepath.Join(bin, name+"-sandbox"), "/usr/bin/"+name+"-sandbox", 0o755)
 

@@ -123,7 +123,7 @@ func manPageNames(t *testing.T) []string {
 		}
 	}
 	walk(root)
-	names = append(names, "rukhd.1.gz", "rukh-sandbox.1.gz") // hand-written (packaging/man), as rukh.1 is
+	names = append(names, "rukhd.1.gz", "rukh-oneshot.1.gz", "rukh-sandbox.1.gz") // hand-written (packaging/man), as rukh.1 is
 	slices.Sort(names)
 	return names
 }
@@ -242,6 +242,7 @@ func TestDeb(t *testing.T) {
 	want := map[string]fs.FileMode{
 		"/usr/bin/rukh":                                  0o755,
 		"/usr/bin/rukhd":                                 0o755,
+		"/usr/bin/rukh-oneshot":                          0o755,
 		"/usr/bin/rukh-sandbox":                          0o755,
 		"/usr/lib/systemd/user/rukhd.socket":             0o644,
 		"/usr/lib/systemd/user/rukhd.service":            0o644,
@@ -295,7 +296,7 @@ func TestDeb(t *testing.T) {
 	}
 
 	t.Run("binaries", func(t *testing.T) {
-		for _, name := range []string{"rukh", "rukhd", "rukh-sandbox"} {
+		for _, name := range []string{"rukh", "rukhd", "rukh-oneshot", "rukh-sandbox"} {
 			f, err := elf.Open(filepath.Join(dir, "usr", "bin", name))
 			if err != nil {
 				t.Fatal(err)
@@ -373,8 +374,8 @@ func TestDeb(t *testing.T) {
 					}
 				}
 			}
-			if p == "rukh-sandbox.1.gz" {
-				for _, sect := range []string{".SH DESCRIPTION", ".SH OPTIONS", ".SH EXIT STATUS", ".SH SEE ALSO"} {
+			if p == "rukh-sandbox.1.gz" || p == "rukh-oneshot.1.gz" {
+				for _, sect := range []string{".SH DESCRIPTION", ".SH EXIT STATUS", ".SH SEE ALSO"} {
 					if !bytes.Contains(page, []byte(sect)) {
 						t.Errorf("%s has no %s section", p, sect)
 					}
@@ -501,7 +502,7 @@ func TestDebEmbedder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"/usr/bin/acme", "/usr/bin/acmed", "/usr/bin/acme-sandbox",
+	for _, want := range []string{"/usr/bin/acme", "/usr/bin/acmed", "/usr/bin/acme-oneshot", "/usr/bin/acme-sandbox",
 		"/usr/lib/systemd/user/acmed.socket", "/usr/lib/systemd/user/acmed.service", "/usr/lib/systemd/user/acme-mcp-http@.service",
 		"/usr/share/bash-completion/completions/acme", "/usr/share/man/man1/acme.1.gz", "/usr/share/man/man1/acmed.1.gz",
 		"/usr/share/man/man1/acme-sandbox.1.gz", "/usr/share/doc/acme/copyright", "/usr/share/doc/acme/changelog.Debian.gz", // a version with a revision

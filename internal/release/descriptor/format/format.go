@@ -1,6 +1,7 @@
 // Package format names the descriptor formats and machine features this
-// build reads, with nothing else, so that the thin client can say what
-// its build supports (`rukh version`) without linking the descriptor
+// build reads, and the words of its built-in commands, with nothing else,
+// so that the thin client can say what its build supports (`rukh
+// version`) and where a command line runs without linking the descriptor
 // decoder.
 package format
 
@@ -17,3 +18,12 @@ const CommandResult = "command-result/1"
 
 // Features is the registry of machine features this build supports.
 func Features() []string { return []string{CommandResult} }
+
+// ReservedWords are the built-in command names; no extension route may
+// start with one.
+func ReservedWords() []string {
+	return []string{
+		"approve", "completion", "daemon", "doctor", "ext", "help", "invocations",
+		"mcp", "profile", "tools", "trust", "version",
+	}
+}
