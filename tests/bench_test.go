@@ -142,6 +142,12 @@ func BenchmarkCLI(b *testing.B) {
 			func(b *testing.B) { rukhCmd(b, versionEnv, rukh, "version") },
 			func(b *testing.B) { runProgram(b, empty) })
 	})
+	// What printing a version costs any Go program over doing nothing:
+	// the floor of the row above.
+	printVersion := filepath.Join(dir, "printversion")
+	b.Run("print-version÷empty", func(b *testing.B) {
+		pairRatio(b, func(b *testing.B) { runProgram(b, printVersion) }, func(b *testing.B) { runProgram(b, empty) })
+	})
 	envs := map[int][]string{}
 	for _, n := range []int{1, 2001} {
 		home := filepath.Join(dir, fmt.Sprintf("home-%d", n))

@@ -21,7 +21,8 @@ import (
 // rukhd, against the floor (tests/testdata/floorhttp): a go-sdk stateless
 // server behind the go-sdk's bearer middleware verifying the same tokens,
 // whose tool commits the same two durable records around a fork/exec of
-// the same program. See docs/benchmarks.md.
+// the same program, directly and (floor+helper) under rukh-sandbox as
+// rukh's calls are. See docs/benchmarks.md.
 func BenchmarkHTTP(b *testing.B) {
 	rukh, _ := hostBinaries(b)
 	f := newHTTPFixture(b)
@@ -34,8 +35,11 @@ func BenchmarkHTTP(b *testing.B) {
 		tokens[i] = f.issuer.token(b, fmt.Sprintf("user-%02d", i), func(c map[string]any) { c["groups"] = []string{"ops"} })
 	}
 
-	floorCmd := exec.Command(floor, "-store", filepath.Join(f.dir, "floor.db"), "-jwks", f.issuer.jwks,
-		"-issuer", httpIssuer, "-audience", httpResource, "-scope", "rukh:call", filepath.Join(f.dir, "src", "bin", "other"))
+	floorCmd := func(extra ...string) *exec.Cmd {
+		args := append([]string{"-store", filepath.Join(f.dir, "floor.db"), "-jwks", f.issuer.jwks,
+			"-issuer", httpIssuer, "-audience", httpResource, "-scope", "rukh:call"}, extra...)
+		return exec.Command(floor, append(args, filepath.Join(f.dir, "src", "bin", "other"))...)
+	}
 	run := func(b *testing.B, base string) {
 		b.Run("sequential", func(b *testing.B) {
 			cs, tool := httpSession(b, base, tokens[0])
@@ -72,7 +76,12 @@ func BenchmarkHTTP(b *testing.B) {
 			b.ReportMetric(float64(callers*b.N)/time.Since(start).Seconds(), "calls/s")
 		})
 	}
-	b.Run("floor", func(b *testing.B) { run(b, startServing(b, floorCmd)) })
+	b.Run("floor", func(b *testing.B) { run(b, startServing(b, floorCmd())) })
+	// The floor with the command supervised by rukh-sandbox, as rukh's
+	// calls below are (hostBinaries installs it beside rukh).
+	b.Run("floor+helper", func(b *testing.B) {
+		run(b, startServing(b, floorCmd("-helper", filepath.Join(filepath.Dir(rukh), "rukh-sandbox"))))
+	})
 	b.Run("rukh", func(b *testing.B) {
 		base, cmd := startHTTPProc(b, rukh, f.env)
 		run(b, base)

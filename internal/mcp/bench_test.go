@@ -21,6 +21,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/mcp"
 	"github.com/rukh-cli/rukh/internal/mcp/seam"
 	"github.com/rukh-cli/rukh/internal/paths"
+	"github.com/rukh-cli/rukh/internal/run/sandbox"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/thin"
 )
@@ -28,7 +29,12 @@ import (
 // daemonHost serves dir's data with a rukhd (in this process, over a real
 // Unix socket) and returns the ToolHost `rukh mcp` would use: it dials the
 // daemon per operation.
-func daemonHost(b *testing.B, dir string) seam.ToolHost {
+func daemonHost(b *testing.B, dir string) seam.ToolHost { return daemonHostWith(b, dir, "") }
+
+// daemonHostWith is daemonHost whose rukhd starts every command through
+// the enforcement helper at helper ("": none, as in this test binary's
+// directory).
+func daemonHostWith(b *testing.B, dir, helper string) seam.ToolHost {
 	b.Helper()
 	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
 	ctx := context.Background()
@@ -41,6 +47,7 @@ func daemonHost(b *testing.B, dir string) seam.ToolHost {
 		b.Fatal(err)
 	}
 	srv.Run = app.Runner(app.Rukh)
+	srv.Host.Core().Sandbox = helper
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	b.Cleanup(func() {
@@ -185,7 +192,8 @@ func BenchmarkList(b *testing.B) {
 // go-sdk static tool that commits a begin record durably in a bbolt file
 // it holds open, fork/execs the same program with a prepared channel and
 // commits the end record — and against that tool without the records and
-// the fork/exec alone.
+// the fork/exec alone. The "+helper" rows start the command through
+// rukh-sandbox, as an installed rukh does and F-call does.
 func BenchmarkCall(b *testing.B) {
 	dir, prog := benchHome(b, 10)
 	host := local.New(filepath.Join(dir, "data"))
@@ -228,11 +236,32 @@ func BenchmarkCall(b *testing.B) {
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line}}}, nil
 		})
-	for _, mode := range []string{"rukh", "rukh-daemon"} { // the daemon holds the store once it runs: last
+	// As the package installs it, rukh-sandbox supervises every command;
+	// this test binary has none beside it, so the rows without "+helper"
+	// run the program directly, as F-mcp does.
+	helper := filepath.Join(testhome.TempDir(b), "rukh-sandbox")
+	if err := sandbox.Build(helper); err != nil {
+		b.Fatal(err)
+	}
+	static.AddTool(&sdk.Tool{Name: "ok-recorded-helper", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			if err := record("running"); err != nil {
+				return nil, err
+			}
+			line := testhome.ForkExecArgv(b, []string{helper, "host", "--", prog, prog}, nil, nil)
+			if err := record("succeeded"); err != nil {
+				return nil, err
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line}}}, nil
+		})
+	for _, mode := range []string{"rukh", "rukh-daemon", "rukh-daemon+helper"} { // the daemon holds the store once it runs: last
 		b.Run(mode, func(b *testing.B) {
 			cs := rukh
-			if mode == "rukh-daemon" {
+			switch mode {
+			case "rukh-daemon":
 				cs = session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+			case "rukh-daemon+helper":
+				cs = session(b, mcp.NewServer(mcp.Options{Host: daemonHostWith(b, dir, helper), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
 			}
 			call := func() {
 				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{"count": 2}})
@@ -249,6 +278,13 @@ func BenchmarkCall(b *testing.B) {
 	b.Run("static-tool-fork-exec+records", func(b *testing.B) { // F-mcp
 		for b.Loop() {
 			if res, err := sc.CallTool(context.Background(), &sdk.CallToolParams{Name: "ok-recorded"}); err != nil || res.IsError {
+				b.Fatal(err, res)
+			}
+		}
+	})
+	b.Run("static-tool-fork-exec+records+helper", func(b *testing.B) { // F-mcp, the command supervised as F-call's
+		for b.Loop() {
+			if res, err := sc.CallTool(context.Background(), &sdk.CallToolParams{Name: "ok-recorded-helper"}); err != nil || res.IsError {
 				b.Fatal(err, res)
 			}
 		}

@@ -68,8 +68,14 @@ func Apply(t testing.TB, a *admin.Admin, profile string) {
 // rukh.ipc/1 channel on fd 3 and frame written to it — and returns the
 // first line the program writes back: the floor benchmarks compare with.
 func ForkExec(t testing.TB, prog string, env []string, frame []byte) string {
+	return ForkExecArgv(t, []string{prog}, env, frame)
+}
+
+// ForkExecArgv is ForkExec of argv: a program and its arguments (the
+// helper's `host -- PROG PROG`, say).
+func ForkExecArgv(t testing.TB, argv, env []string, frame []byte) string {
 	env = append([]string{extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, env...)
-	line, err := channelexec.Run([]string{prog}, env, frame)
+	line, err := channelexec.Run(argv, env, frame)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,12 @@
 // set in a file: the signature, iss, aud, exp and the scope), with one
 // tool that commits a begin record durably in a bbolt file it holds
 // open, fork/execs PROG with a prepared channel (channelexec), and
-// commits the end record. It writes "serving URL" to stderr once it
+// commits the end record; with -helper PATH it starts PROG through the
+// supervising helper (`PATH host -- PROG PROG`), as rukh does once
+// rukh-sandbox is installed. It writes "serving URL" to stderr once it
 // listens on 127.0.0.1.
 //
-//	floorhttp -store FILE -jwks FILE -issuer ISS -audience AUD -scope S PROG
+//	floorhttp -store FILE -jwks FILE -issuer ISS -audience AUD -scope S [-helper PATH] PROG
 package main
 
 import (
@@ -40,14 +42,19 @@ func main() {
 	issuer := flag.String("issuer", "", "the tokens' iss")
 	audience := flag.String("audience", "", "the tokens' aud")
 	scope := flag.String("scope", "", "the scope every token must hold")
+	helper := flag.String("helper", "", "start the command through this rukh-sandbox")
 	flag.Parse()
-	if err := run(*store, *jwks, *issuer, *audience, *scope, flag.Arg(0)); err != nil {
+	argv := []string{flag.Arg(0)}
+	if *helper != "" {
+		argv = []string{*helper, "host", "--", flag.Arg(0), flag.Arg(0)}
+	}
+	if err := run(*store, *jwks, *issuer, *audience, *scope, argv); err != nil {
 		fmt.Fprintln(os.Stderr, "floorhttp:", err)
 		os.Exit(1)
 	}
 }
 
-func run(store, jwksPath, issuer, audience, scope, prog string) error {
+func run(store, jwksPath, issuer, audience, scope string, argv []string) error {
 	data, err := os.ReadFile(jwksPath)
 	if err != nil {
 		return err
@@ -77,7 +84,7 @@ func run(store, jwksPath, issuer, audience, scope, prog string) error {
 			if err := record("running"); err != nil {
 				return nil, err
 			}
-			line, err := channelexec.Run([]string{prog}, env, nil)
+			line, err := channelexec.Run(argv, env, nil)
 			if err != nil {
 				return nil, err
 			}
