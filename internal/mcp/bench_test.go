@@ -135,21 +135,27 @@ func BenchmarkList(b *testing.B) {
 	dir, _ := benchHome(b, 2000)
 	host := local.New(filepath.Join(dir, "data"))
 	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
-	p, _, err := host.Projection(context.Background())
-	if err != nil {
-		b.Fatal(err)
+	// The static registry holds exactly the tools rukh lists (names,
+	// schemas and annotations: the same bytes), at its own page size
+	// (1,000) and at rukh's (32, invariant I8): what the page size costs
+	// the client, apart from anything rukh does.
+	var tools []*sdk.Tool
+	for cursor := ""; ; {
+		res, err := rukh.ListTools(context.Background(), &sdk.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tools = append(tools, res.Tools...)
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
 	}
-	// The static registry at its own page size (1,000) and at rukh's (32,
-	// invariant I8): what the page size costs the client, apart from
-	// anything rukh does.
 	staticServer := func(pageSize int) *sdk.ClientSession {
 		static := sdk.NewServer(&sdk.Implementation{Name: "static", Version: "bench"}, &sdk.ServerOptions{PageSize: pageSize})
-		for _, t := range p.Tools {
-			static.AddTool(&sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
-				InputSchema: json.RawMessage(t.InputSchema), OutputSchema: json.RawMessage(t.OutputSchema)},
-				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-					return &sdk.CallToolResult{}, nil
-				})
+		for _, t := range tools {
+			static.AddTool(t, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{}, nil
+			})
 		}
 		return session(b, static)
 	}
