@@ -1,6 +1,7 @@
 package invoke
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -30,5 +31,27 @@ func TestZombieHostIsNotAlive(t *testing.T) {
 	cmd.Wait()
 	if processAlive(pid, start) {
 		t.Error("a reaped host counts as alive")
+	}
+}
+
+// This process is alive to itself only under its own start time: a
+// record of an earlier process that had its pid (pid reuse) is not.
+func TestSelfIsAliveOnlyAsItself(t *testing.T) {
+	start := selfStart()
+	if start == 0 {
+		t.Fatal("cannot read this process's start time")
+	}
+	for _, tc := range []struct {
+		name  string
+		start uint64
+		want  bool
+	}{
+		{"this process", start, true},
+		{"an earlier process with this pid", start - 1, false},
+		{"a later one", start + 1, false},
+	} {
+		if got := processAlive(os.Getpid(), tc.start); got != tc.want {
+			t.Errorf("%s: processAlive = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
