@@ -140,7 +140,8 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 // Main is the main of the core binary, NAMEd, for the CLI cfg names,
 // with the process's streams, environment and signals; it returns the
 // exit status. With thin.CoreFlag first it runs one command line in this
-// process, which the thin client execs when no daemon serves it;
+// process, which the thin client execs when no daemon serves it (with
+// thin.OneShotFlag and the client's build id, the one-shot core does);
 // with admin.BuiltinFlag ID, one built-in command for its host, and with
 // wrapper.Flag ID one of the owner's wrappers (from the release the
 // profile's wrappers are, which holds a copy of this binary); otherwise
@@ -153,6 +154,13 @@ func Main(cfg Config, args []string) int {
 	switch {
 	case len(args) > 0 && args[0] == thin.CoreFlag:
 		return oneShot(cfg, args[1:])
+	case len(args) > 1 && args[0] == thin.OneShotFlag:
+		if args[1] != buildid.ID() {
+			// A one-shot core of another build than the thin client's
+			// runs nothing: the whole core beside it does.
+			return thin.ExecWholeCore(cfg.Name, args[2:])
+		}
+		return oneShot(cfg, args[2:])
 	case len(args) == 2 && args[0] == admin.BuiltinFlag:
 		return runBuiltinID(cfg, args[1])
 	case len(args) == 2 && args[0] == wrapper.Flag:

@@ -57,7 +57,7 @@ func TestOneShotChosen(t *testing.T) {
 		{nil, false},
 	} {
 		out, _ := runIn(t, home, filepath.Join(dir, "rukh"), tc.args...)
-		want := "one-shot: --cli " + strings.Join(tc.args, " ") + "\n"
+		want := "one-shot: --oneshot " + hostBuild(t) + " " + strings.Join(tc.args, " ") + "\n"
 		if got := out == want; got != tc.oneShot {
 			t.Errorf("rukh %s ran in the one-shot core: %v, want %v:\n%s", strings.Join(tc.args, " "), got, tc.oneShot, out)
 		}
@@ -68,6 +68,32 @@ func TestOneShotChosen(t *testing.T) {
 	}
 	if out, code := runIn(t, home, filepath.Join(dir, "rukh"), "hello"); code != 2 || !strings.Contains(out, `unknown command "hello"`) {
 		t.Errorf("rukh hello without a one-shot core: exit %d: %s", code, out)
+	}
+}
+
+// TestOneShotOfAnotherBuild: the one-shot core runs a command line of
+// one extension command itself when the thin client is of its build, and
+// hands it to rukhd when not (one an upgrade left behind never runs
+// stale code). A stand-in rukhd that says how it was run shows which.
+func TestOneShotOfAnotherBuild(t *testing.T) {
+	rukh, _ := hostBinaries(t)
+	dir := testhome.TempDir(t)
+	oneShot := filepath.Join(dir, "rukh-oneshot")
+	copyExecutable(t, filepath.Join(filepath.Dir(rukh), "rukh-oneshot"), oneShot)
+	testhome.WriteFiles(t, dir, map[string]string{"rukhd": "#!/bin/sh\necho \"whole core: $*\"\n"})
+	if err := os.Chmod(filepath.Join(dir, "rukhd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wait, p := newWaitHome(t)
+	if err := os.WriteFile(filepath.Join(wait, "open"), nil, 0o600); err != nil { // gate answers at once
+		t.Fatal(err)
+	}
+	home := filepath.Dir(p.Data)
+	if out, code := runIn(t, home, oneShot, "--oneshot", hostBuild(t), "gate"); code != 0 || out != "opened" {
+		t.Errorf("rukh-oneshot of the client's build: exit %d: %q, want the command's own text", code, out)
+	}
+	if out, _ := runIn(t, home, oneShot, "--oneshot", "another-build", "gate"); out != "whole core: --cli gate\n" {
+		t.Errorf("rukh-oneshot of another build ran: %q, want it handed to rukhd", out)
 	}
 }
 

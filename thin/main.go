@@ -29,6 +29,13 @@ import (
 // the daemon run it: `rukhd --cli ext list`.
 const CoreFlag = "--cli"
 
+// OneShotFlag is the first argument with which the thin client runs a
+// command line in the one-shot core, followed by the client's build id:
+// `NAME-oneshot --oneshot BUILD ARGS`. A one-shot core of another build
+// (one an upgrade did not replace) never runs the line: it hands it to
+// NAMEd, as it does a line that is not one extension command.
+const OneShotFlag = "--oneshot"
+
 // Main is the whole program of the thin CLI binary of the CLI name: it
 // links no part of the core. `NAME version` it answers itself. When the
 // daemon answers, the command line
@@ -200,8 +207,8 @@ func startDaemon(name string) error {
 	return cmd.Run()
 }
 
-// ExecCore replaces this process with the core binary running args
-// (CoreFlag): the one-shot core, NAME-oneshot, for a command line of an
+// ExecCore replaces this process with the core binary running args: the
+// one-shot core, NAME-oneshot (OneShotFlag), for a command line of an
 // extension command when it is installed beside this executable (it
 // links none of the built-in commands, MCP or release sources, so it
 // starts sooner; docs/adr/0017-one-shot-core.md), otherwise the whole
@@ -210,7 +217,9 @@ func startDaemon(name string) error {
 func ExecCore(name string, args []string) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__") && !slices.Contains(format.ReservedWords(), args[0]) {
 		if core, ok := beside(OneShotBinary(name)); ok {
-			return execCore(name, core, args)
+			err := syscall.Exec(core, append([]string{core, OneShotFlag, buildid.ID()}, args...), os.Environ())
+			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+			return exitcode.Unavailable
 		}
 	}
 	return ExecWholeCore(name, args)
@@ -226,11 +235,7 @@ func ExecWholeCore(name string, args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return exitcode.Unavailable
 	}
-	return execCore(name, core, args)
-}
-
-func execCore(name, core string, args []string) int {
-	err := syscall.Exec(core, append([]string{core, CoreFlag}, args...), os.Environ())
+	err = syscall.Exec(core, append([]string{core, CoreFlag}, args...), os.Environ())
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 	return exitcode.Unavailable
 }
