@@ -217,9 +217,7 @@ func startDaemon(name string) error {
 func ExecCore(name string, args []string) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__") && !slices.Contains(format.ReservedWords(), args[0]) {
 		if core, ok := beside(OneShotBinary(name)); ok {
-			err := syscall.Exec(core, append([]string{core, OneShotFlag, buildid.ID()}, args...), os.Environ())
-			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-			return exitcode.Unavailable
+			return execAs(name, core, append([]string{OneShotFlag, buildid.ID()}, args...))
 		}
 	}
 	return ExecWholeCore(name, args)
@@ -235,7 +233,14 @@ func ExecWholeCore(name string, args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return exitcode.Unavailable
 	}
-	err = syscall.Exec(core, append([]string{core, CoreFlag}, args...), os.Environ())
+	return execAs(name, core, append([]string{CoreFlag}, args...))
+}
+
+// execAs replaces this process with core running args, keeping its pid,
+// descriptors, terminal and environment; it returns only when that
+// fails, with the exit status after saying why.
+func execAs(name, core string, args []string) int {
+	err := syscall.Exec(core, append([]string{core}, args...), os.Environ())
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 	return exitcode.Unavailable
 }
