@@ -101,7 +101,7 @@ func BenchmarkCLI(b *testing.B) {
 			fdaemon(b)
 		}
 	})
-	b.Run("F-daemon÷F-call", func(b *testing.B) { pairRatio(b, fdaemon, fcall) })
+	b.Run("F-daemon÷F-call", func(b *testing.B) { testhome.PairRatio(b, fdaemon, fcall) })
 	// The floors of `rukh version`: any Go program's start, and a Go
 	// program that prints a version (fmt and os).
 	runProgram := func(b *testing.B, path string) {
@@ -138,7 +138,7 @@ func BenchmarkCLI(b *testing.B) {
 	b.Run("version-daemon÷empty", func(b *testing.B) {
 		rukhCmd(b, versionEnv, rukh, "daemon", "start")
 		b.Cleanup(func() { rukhCmd(b, versionEnv, rukh, "daemon", "stop") })
-		pairRatio(b,
+		testhome.PairRatio(b,
 			func(b *testing.B) { rukhCmd(b, versionEnv, rukh, "version") },
 			func(b *testing.B) { runProgram(b, empty) })
 	})
@@ -146,7 +146,7 @@ func BenchmarkCLI(b *testing.B) {
 	// the floor of the row above.
 	printVersion := filepath.Join(dir, "printversion")
 	b.Run("print-version÷empty", func(b *testing.B) {
-		pairRatio(b, func(b *testing.B) { runProgram(b, printVersion) }, func(b *testing.B) { runProgram(b, empty) })
+		testhome.PairRatio(b, func(b *testing.B) { runProgram(b, printVersion) }, func(b *testing.B) { runProgram(b, empty) })
 	})
 	envs := map[int][]string{}
 	for _, n := range []int{1, 2001} {
@@ -182,28 +182,28 @@ func BenchmarkCLI(b *testing.B) {
 	hello1 := func(b *testing.B) { runHello(b, rukh, envs[1]) }
 	hello2001 := func(b *testing.B) { runHello(b, rukh, envs[2001]) }
 	b.Run("rukh/commands=2001÷1", func(b *testing.B) {
-		pairRatio(b, hello2001, hello1)
+		testhome.PairRatio(b, hello2001, hello1)
 	})
-	b.Run("rukh÷F-call", func(b *testing.B) { pairRatio(b, hello1, fcall) })
+	b.Run("rukh÷F-call", func(b *testing.B) { testhome.PairRatio(b, hello1, fcall) })
 	b.Run("rukh-daemon/commands=2001÷1", func(b *testing.B) {
 		for _, env := range envs {
 			rukhCmd(b, env, rukh, "daemon", "start")
 			b.Cleanup(func() { rukhCmd(b, env, rukh, "daemon", "stop") })
 			runHello(b, rukh, env) // warm, as above
 		}
-		pairRatio(b, hello2001, hello1)
+		testhome.PairRatio(b, hello2001, hello1)
 	})
 	b.Run("rukh-daemon÷F-call", func(b *testing.B) {
 		rukhCmd(b, envs[1], rukh, "daemon", "start")
 		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
 		hello1(b) // warm
-		pairRatio(b, hello1, fcall)
+		testhome.PairRatio(b, hello1, fcall)
 	})
 	b.Run("rukh-daemon÷F-daemon", func(b *testing.B) {
 		rukhCmd(b, envs[1], rukh, "daemon", "start")
 		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
 		hello1(b) // warm
-		pairRatio(b, hello1, fdaemon)
+		testhome.PairRatio(b, hello1, fdaemon)
 	})
 }
 
@@ -240,29 +240,6 @@ func startFloord(b *testing.B, floord string, args []string) {
 	case <-time.After(30 * time.Second):
 		b.Fatal("floord serve did not say it listens within 30s")
 	}
-}
-
-// pairRatio runs x and y in alternation, each in turn first, for every
-// iteration of b, and reports the median ratio of x's time to y's as the
-// metric "ratio".
-func pairRatio(b *testing.B, x, y func(*testing.B)) {
-	var ratios []float64
-	timed := func(f func(*testing.B)) time.Duration {
-		start := time.Now()
-		f(b)
-		return time.Since(start)
-	}
-	for i := 0; b.Loop(); i++ {
-		var tx, ty time.Duration
-		if i%2 == 0 {
-			tx, ty = timed(x), timed(y)
-		} else {
-			ty, tx = timed(y), timed(x)
-		}
-		ratios = append(ratios, float64(tx)/float64(ty))
-	}
-	slices.Sort(ratios)
-	b.ReportMetric(ratios[len(ratios)/2], "ratio")
 }
 
 // runHello runs `rukh hello bench` in env and checks its greeting.

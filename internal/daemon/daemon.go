@@ -70,6 +70,8 @@ type Server struct {
 	working   atomic.Int64   // connections served, but for management
 	managing  atomic.Int64   // connections served a Status or Stop
 	warn      rate.Sometimes // logs about peers, at a bounded rate
+	keepIdle  time.Duration  // how long a kept connection waits for a read (default keepIdle)
+	kept      func()         // tests: called once a connection waits for its next read
 	unlogged  atomic.Int64   // warnings the rate left out, said with the next
 }
 
@@ -153,6 +155,9 @@ func (s *Server) init() {
 		s.maxManage = min(manageReserve, max(4, s.maxConns/4))
 		s.waiting = newWaitingPool(min(maxWaiting, s.maxConns))
 		s.warn = rate.Sometimes{First: 10, Interval: time.Minute}
+		if s.keepIdle == 0 {
+			s.keepIdle = keepIdle
+		}
 	})
 }
 
@@ -173,6 +178,7 @@ func (s *Server) drain() {
 	s.stopOnce.Do(func() {
 		s.stopping.Store(true)
 		close(s.stop)
+		s.waiting.closeKept()
 	})
 }
 
@@ -436,23 +442,20 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeProtocolMismatch,
 			"%sd speaks protocol %d, this client %d; use matching binaries", s.Name, wire.ProtocolVersion, m.Hello.Protocol)})
 		return
-	case s.stale():
-		if !s.stopping.Load() {
-			s.Logger.Warn("the executable changed; draining and exiting", "exe", s.Exe)
-			s.drain()
-		}
-		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeDaemonStale,
-			"%sd was upgraded on disk; it is finishing its work and exiting", s.Name)})
-		s.serveManage(ctx, c, uc, w, pr)
-		return
-	case m.Hello.Build != s.Build:
-		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBuildMismatch,
+	}
+	// A daemon upgraded on disk says so first, to a client of any build;
+	// one that is only stopping, after telling another build apart.
+	refusal := s.staleRefusal()
+	if refusal == nil && m.Hello.Build != s.Build {
+		refusal = wire.Errorf(wire.CodeBuildMismatch,
 			"%sd runs build %s but this %s is build %s; run `%s daemon restart` to serve this build, or use the matching binary",
-			s.Name, s.Build, s.Name, m.Hello.Build, s.Name)})
-		s.serveManage(ctx, c, uc, w, pr)
-		return
-	case s.stopping.Load():
-		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeShuttingDown, "%sd is stopping", s.Name)})
+			s.Name, s.Build, s.Name, m.Hello.Build, s.Name)
+	}
+	if refusal == nil {
+		refusal = s.stoppingRefusal()
+	}
+	if refusal != nil {
+		c.Send(&wire.Msg{Error: refusal})
 		s.serveManage(ctx, c, uc, w, pr)
 		return
 	}
@@ -471,8 +474,99 @@ func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
 		closeAll(files)
 		return
 	}
-	defer s.release(req)
 	s.serveRequest(ctx, c, req, files, pr)
+	s.release(req)
+	if req.Reads() {
+		s.serveReads(ctx, c, uc, pr)
+	}
+}
+
+// staleRefusal is the refusal of new work by a daemon whose executable
+// changed on disk, which starts its drain; nil while it has not.
+func (s *Server) staleRefusal() *wire.Error {
+	if !s.stale() {
+		return nil
+	}
+	if !s.stopping.Load() {
+		s.Logger.Warn("the executable changed; draining and exiting", "exe", s.Exe)
+		s.drain()
+	}
+	return wire.Errorf(wire.CodeDaemonStale, "%sd was upgraded on disk; it is finishing its work and exiting", s.Name)
+}
+
+// stoppingRefusal is the refusal of new work by a daemon that stops; nil
+// while it does not.
+func (s *Server) stoppingRefusal() *wire.Error {
+	if !s.stopping.Load() {
+		return nil
+	}
+	return wire.Errorf(wire.CodeShuttingDown, "%sd is stopping", s.Name)
+}
+
+// connEnded reports whether a read failed because the connection ended
+// (the client closed it, keepIdle passed, a drain closed it), not for a
+// bad frame.
+func connEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// keepIdle bounds how long a connection whose last request was a read
+// waits for the next one.
+const keepIdle = 30 * time.Second
+
+// serveReads serves the reads (wire.Msg.Reads) that follow a read on its
+// connection, one at a time, until the client closes it, keepIdle passes
+// with none, or the daemon drains. Between two reads the connection waits
+// as a new one does: it holds no slot, a flood may evict it, and a drain
+// closes it (waitingPool.closeKept), so that a client's kept connection
+// never holds up the daemon's exit. A read that comes once the daemon
+// drains is refused as a new connection's hello would be: the client then
+// reads in-process. A late cancel of the read before is ignored.
+func (s *Server) serveReads(ctx context.Context, c *wire.Conn, uc *net.UnixConn, pr *peer) {
+	for {
+		w := s.waiting.keep(uc, pr.pid)
+		if s.kept != nil {
+			s.kept()
+		}
+		if s.stopping.Load() { // a drain that began before keep could close it
+			s.waiting.leave(w)
+			return
+		}
+		uc.SetReadDeadline(time.Now().Add(s.keepIdle))
+		req, files, err := c.Receive()
+		uc.SetReadDeadline(time.Time{})
+		closeAll(files)
+		if !s.waiting.leave(w) {
+			return // evicted, or closed by a drain
+		}
+		switch {
+		case err == nil && req.Cancel != nil:
+			continue
+		case err != nil && !connEnded(err):
+			s.refuse(c, err, "")
+			return
+		case err != nil:
+			return
+		}
+		e := s.staleRefusal()
+		if e == nil {
+			e = s.stoppingRefusal()
+		}
+		if e != nil {
+			c.Send(&wire.Msg{Error: e})
+			return
+		}
+		if !req.Reads() {
+			s.refuse(c, nil, "only a read (bindTask, listTools, getHttp) may follow a request on its connection; dial again")
+			return
+		}
+		if !s.admit(c, w, req) {
+			return
+		}
+		s.serveRequest(ctx, c, req, nil, pr)
+		s.release(req)
+	}
 }
 
 // refusePeer answers a peer it will not serve with e, after reading (and

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
@@ -13,5 +14,8 @@ func TestLimitsDocumented(t *testing.T) {
 	}
 	if got := testhome.Limit(t, "wire", "daemon.maxConns"); got != "1,024" || maxConns != 1024 {
 		t.Errorf("daemon.maxConns is %d; docs/limits.md says %s", maxConns, got)
+	}
+	if got := testhome.Limit(t, "wire", "daemon.keepIdle"); got != "30 s" || keepIdle != 30*time.Second {
+		t.Errorf("daemon.keepIdle is %s; docs/limits.md says %s", keepIdle, got)
 	}
 }

@@ -40,8 +40,9 @@ type waiter struct {
 	conn    *net.UnixConn
 	pid     int
 	elem    *list.Element
-	evicted bool // closed to make room
+	evicted bool // closed to make room, or by a drain (kept)
 	left    bool // its request was read
+	kept    bool // it waits for a read after a read (serveReads)
 }
 
 func newWaitingPool(max int) *waitingPool {
@@ -51,6 +52,17 @@ func newWaitingPool(max int) *waitingPool {
 // enter adds conn, of process pid, making room if the pool is full.
 // It reports how many it evicted (0 or 1).
 func (p *waitingPool) enter(conn *net.UnixConn, pid int) (*waiter, int) {
+	return p.add(&waiter{conn: conn, pid: pid})
+}
+
+// keep adds conn, of process pid, waiting for its next read after a read
+// (Server.serveReads); like enter, it makes room if the pool is full.
+func (p *waitingPool) keep(conn *net.UnixConn, pid int) *waiter {
+	w, _ := p.add(&waiter{conn: conn, pid: pid, kept: true})
+	return w
+}
+
+func (p *waitingPool) add(w *waiter) (*waiter, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	evicted := 0
@@ -58,10 +70,24 @@ func (p *waitingPool) enter(conn *net.UnixConn, pid int) (*waiter, int) {
 		p.evictLocked()
 		evicted = 1
 	}
-	w := &waiter{conn: conn, pid: pid}
 	w.elem = p.order.PushBack(w)
-	p.byPeer[pid]++
+	p.byPeer[w.pid]++
 	return w, evicted
+}
+
+// closeKept closes every kept connection that waits, as a drain begins:
+// their clients read in-process from then on, and none of them holds up
+// the daemon's exit.
+func (p *waitingPool) closeKept() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for e := p.order.Front(); e != nil; {
+		w, next := e.Value.(*waiter), e.Next()
+		if w.kept {
+			p.closeLocked(w)
+		}
+		e = next
+	}
 }
 
 // evictLocked closes the oldest connection of the peer that holds the
@@ -75,13 +101,19 @@ func (p *waitingPool) evictLocked() {
 	for e := p.order.Front(); e != nil; e = e.Next() {
 		w := e.Value.(*waiter)
 		if p.byPeer[w.pid] == most {
-			p.removeLocked(w)
-			w.evicted = true
-			p.closing++
-			w.conn.Close()
+			p.closeLocked(w)
 			return
 		}
 	}
+}
+
+// closeLocked takes w out of the pool and closes its connection; its
+// goroutine sees its read fail and ends.
+func (p *waitingPool) closeLocked(w *waiter) {
+	p.removeLocked(w)
+	w.evicted = true
+	p.closing++
+	w.conn.Close()
 }
 
 func (p *waitingPool) removeLocked(w *waiter) {

@@ -177,6 +177,13 @@ func BenchmarkList(b *testing.B) {
 			}
 		}
 	})
+	// The target as a ratio of alternating pairs (each in turn first):
+	// every listing through rukhd against one of F-list's.
+	b.Run("rukh-daemon÷F-list", func(b *testing.B) {
+		proxied := session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+		listAllB(b, proxied)
+		testhome.PairRatio(b, func(b *testing.B) { listAllB(b, proxied) }, func(b *testing.B) { listAllB(b, sc32) })
+	})
 	b.Run("static-registry", func(b *testing.B) {
 		for b.Loop() {
 			if n := listAllB(b, sc); n != 2000 {
@@ -281,6 +288,22 @@ func BenchmarkCall(b *testing.B) {
 			}
 		})
 	}
+	// The target as a ratio of alternating pairs (each in turn first),
+	// both under the helper as installed: a call through rukhd against
+	// one of F-mcp's.
+	b.Run("rukh-daemon+helper÷F-mcp+helper", func(b *testing.B) {
+		cs := session(b, mcp.NewServer(mcp.Options{Host: daemonHostWith(b, dir, helper), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+		call := func(cs *sdk.ClientSession, name string, args map[string]any) func(*testing.B) {
+			return func(b *testing.B) {
+				if res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args}); err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		}
+		rukhCall := call(cs, name, map[string]any{"count": 2})
+		rukhCall(b) // the first call fills the host's caches
+		testhome.PairRatio(b, rukhCall, call(sc, "ok-recorded-helper", nil))
+	})
 	b.Run("static-tool-fork-exec+records", func(b *testing.B) { // F-mcp
 		for b.Loop() {
 			if res, err := sc.CallTool(context.Background(), &sdk.CallToolParams{Name: "ok-recorded"}); err != nil || res.IsError {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -214,3 +215,27 @@ func (b *Buffer) Bytes() []byte {
 
 // String is what was written so far.
 func (b *Buffer) String() string { return string(b.Bytes()) }
+
+// PairRatio runs x and y in alternation, each in turn first, for every
+// iteration of b, and reports the median ratio of x's time to y's as the
+// metric "ratio": a ratio that holds while the machine drifts within a
+// run, as separate rows a minute apart do not.
+func PairRatio(b *testing.B, x, y func(*testing.B)) {
+	var ratios []float64
+	timed := func(f func(*testing.B)) time.Duration {
+		start := time.Now()
+		f(b)
+		return time.Since(start)
+	}
+	for i := 0; b.Loop(); i++ {
+		var tx, ty time.Duration
+		if i%2 == 0 {
+			tx, ty = timed(x), timed(y)
+		} else {
+			ty, tx = timed(y), timed(x)
+		}
+		ratios = append(ratios, float64(tx)/float64(ty))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+}

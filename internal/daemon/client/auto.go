@@ -26,6 +26,7 @@ import (
 type Auto struct {
 	Dialer thin.Dialer
 	Local  *local.Host
+	kept   keptSessions // connections of finished reads, for the next
 }
 
 var _ seam.ToolHost = (*Auto)(nil)
@@ -83,7 +84,8 @@ const lockedRetries = 3
 
 // do runs one request on the daemon, sent right behind the hello
 // (thin.Dialer.Request: the policy the CLI follows too), and answer reads
-// the daemon's answer; when none answers, local runs it here.
+// the daemon's answer and closes or keeps the session; when none
+// answers, local runs it here.
 func do[T any](ctx context.Context, a *Auto, req *wire.Msg, answer func(*thin.Session) (T, error), local func() (T, error)) (T, error) {
 	var zero T
 	for range lockedRetries {
@@ -92,7 +94,6 @@ func do[T any](ctx context.Context, a *Auto, req *wire.Msg, answer func(*thin.Se
 			return zero, err
 		}
 		if s != nil {
-			defer s.Close()
 			return answer(s)
 		}
 		v, err := local()
@@ -115,11 +116,7 @@ func (a *Auto) WatchRevisions(ctx context.Context) (<-chan uint64, error) {
 }
 
 func (a *Auto) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
-	return do(ctx, a, &wire.Msg{GetHTTP: &wire.GetHTTP{}}, func(s *thin.Session) (*wire.HTTP, error) {
-		m, err := s.Await(ctx, nil, nil)
-		if err != nil {
-			return nil, err
-		}
+	return read(ctx, a, &wire.Msg{GetHTTP: &wire.GetHTTP{}}, func(m *wire.Msg) (*wire.HTTP, error) {
 		if m.HTTP == nil {
 			return nil, wire.Errorf(wire.CodeInternal, "the daemon answered getHttp with something else")
 		}
@@ -128,11 +125,7 @@ func (a *Auto) HTTPSection(ctx context.Context) (*wire.HTTP, error) {
 }
 
 func (a *Auto) BindTask(ctx context.Context, task string) (string, error) {
-	return do(ctx, a, &wire.Msg{BindTask: &wire.BindTask{Task: task}}, func(s *thin.Session) (string, error) {
-		m, err := s.Await(ctx, nil, nil)
-		if err != nil {
-			return "", err
-		}
+	return read(ctx, a, &wire.Msg{BindTask: &wire.BindTask{Task: task}}, func(m *wire.Msg) (string, error) {
 		if m.Bound == nil {
 			return "", wire.Errorf(wire.CodeInternal, "the daemon answered bindTask with something else")
 		}
@@ -141,11 +134,7 @@ func (a *Auto) BindTask(ctx context.Context, task string) (string, error) {
 }
 
 func (a *Auto) ListTools(ctx context.Context, list *wire.ListTools) (*wire.ToolPage, error) {
-	return do(ctx, a, &wire.Msg{ListTools: list}, func(s *thin.Session) (*wire.ToolPage, error) {
-		m, err := s.Await(ctx, nil, nil)
-		if err != nil {
-			return nil, err
-		}
+	return read(ctx, a, &wire.Msg{ListTools: list}, func(m *wire.Msg) (*wire.ToolPage, error) {
 		if m.ToolPage == nil {
 			return nil, wire.Errorf(wire.CodeInternal, "the daemon answered listTools with something else")
 		}
@@ -158,6 +147,7 @@ func (a *Auto) CallTool(ctx context.Context, call *wire.CallTool, opts seam.Call
 	c.Progress = opts.OnProgress != nil
 	c.Diag = opts.Diagnostics != nil
 	return do(ctx, a, &wire.Msg{CallTool: &c}, func(s *thin.Session) (*wire.CallResult, error) {
+		defer s.Close() // a call's connection serves it alone
 		m, err := s.Await(ctx, func(ev *wire.Msg) {
 			switch {
 			case ev.Started != nil && opts.OnStart != nil:

@@ -551,6 +551,17 @@ func Decode(body []byte) (*Msg, error) {
 	return &m, nil
 }
 
+// Reads reports whether m is a read: a request that changes nothing,
+// runs nothing and is answered with one final message (bindTask,
+// listTools, getHttp). A read may be followed by another read on the
+// same connection, so that a long-lived client (`rukh mcp`, the HTTP
+// adapter) keeps one connection for them instead of a dial, a peer check
+// and a hello each; and since a read changes nothing, a client may send
+// it again on a new connection when the kept one turns out closed.
+func (m *Msg) Reads() bool {
+	return m.BindTask != nil || m.ListTools != nil || m.GetHTTP != nil
+}
+
 // files is how many descriptors must come with m.
 func (m *Msg) files() int {
 	switch {
