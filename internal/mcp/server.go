@@ -731,11 +731,18 @@ func result(out *wire.CallResult, complete bool) *sdk.CallToolResult {
 // completeResult returns an empty CallToolResult whose resultType is
 // "complete". The go-sdk (v1.8.0) sets that field only on results of tools
 // registered with AddTool, and offers no setter: decoding is the one public
-// way to set it.
+// way to set it. It is decoded once (completeTemplate) and copied: the
+// go-sdk's decoder allocated some 40 KB for every call.
 func completeResult() *sdk.CallToolResult {
+	res := completeTemplate()
+	res.Content = []sdk.Content{}
+	return &res
+}
+
+var completeTemplate = sync.OnceValue(func() sdk.CallToolResult {
 	var res sdk.CallToolResult
 	if err := json.Unmarshal([]byte(`{"content":[],"resultType":"complete"}`), &res); err != nil {
 		panic("mcp: the go-sdk no longer decodes resultType: " + err.Error())
 	}
-	return &res
-}
+	return res
+})

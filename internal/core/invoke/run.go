@@ -90,10 +90,17 @@ type drain struct {
 	log            *lineLogger // else: the diagnostics log
 }
 
+// drainBufs are the drains' read buffers, reused across calls: two a
+// call, which a daemon would otherwise allocate (and collect) for every
+// call it runs.
+var drainBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
 func (d *drain) run(r *os.File, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer r.Close()
-	buf := make([]byte, 32<<10)
+	b := drainBufs.Get().(*[32 << 10]byte)
+	defer drainBufs.Put(b)
+	buf := b[:]
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
