@@ -871,11 +871,35 @@ func testDaemonRestartUnderMCP(t *testing.T, b *dtBins) {
 		t.Fatalf("the restarted daemon has the old pid %d", first.PID)
 	}
 	call("after a restart", second.PID)
+	// rukh mcp kept the connection of its first listing; the daemon that
+	// served it is gone, and the listing goes to the one that runs now.
+	list := func(what string) {
+		t.Helper()
+		again, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("tools/list %s: %v", what, err)
+		}
+		if len(again.Tools) != len(listing.Tools) {
+			t.Fatalf("tools/list %s: %d tools, want %d", what, len(again.Tools), len(listing.Tools))
+		}
+	}
+	list("after a restart")
 
 	if _, errOut, code := h.run("daemon", "stop"); code != 0 || errOut != fmt.Sprintf("rukhd stopped (pid %d)\n", second.PID) {
 		t.Fatalf("rukh daemon stop: exit %d: %q", code, errOut)
 	}
+	list("once the daemon stopped")
 	call("without a daemon", cmd.Process.Pid)
+
+	// A daemon killed (-9) while rukh mcp keeps a connection to it: the
+	// next listing finds it closed and runs in-process.
+	d := h.startDaemon(b.rukhd, b.build)
+	list("with a daemon started again")
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.wait(t)
+	list("once the daemon was killed")
 
 	recs := h.invocations()
 	if len(recs) != 3 {

@@ -116,3 +116,30 @@ func BenchmarkConcurrentWrites(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInvocationRecords is the two durable records every call makes
+// (BeginInvocation, then Finish, each its own committed transaction) on a
+// store at the invocation retention limit, as a daemon's is once it has
+// served a thousand calls.
+func BenchmarkInvocationRecords(b *testing.B) {
+	path := bigStore(b)
+	s, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	alive := func(*store.Invocation) bool { return true }
+	for i := 0; b.Loop(); i++ {
+		inv := &store.Invocation{ID: fmt.Sprintf("%032x", 1<<20+i), Identity: "acme.deploy/status", Digest: "sha256:00",
+			Revision: 1, Transport: "mcp", Task: "owner", PID: 1, StartedAt: t0}
+		if err := s.Update(func(tx *store.Tx) error { return tx.BeginInvocation(inv, 8, alive, t0) }); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Update(func(tx *store.Tx) error {
+			_, err := tx.FinishInvocation(inv.ID, "succeeded", "", 0, "", t0)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
