@@ -13,6 +13,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
 // BenchmarkHTTP calls one tool over Streamable HTTP with a verified JWT,
@@ -40,38 +42,51 @@ func BenchmarkHTTP(b *testing.B) {
 			"-issuer", httpIssuer, "-audience", httpResource, "-scope", "rukh:call"}, extra...)
 		return exec.Command(floor, append(args, filepath.Join(f.dir, "src", "bin", "other"))...)
 	}
+	// one returns a call from one client to the server at base; round, a
+	// round of calls from every caller at once. Each first calls once:
+	// the first call fills the host's caches, not the steady state.
+	one := func(b *testing.B, base string) func(*testing.B) {
+		cs, tool := httpSession(b, base, tokens[0])
+		httpCall(b, cs, tool)
+		return func(b *testing.B) { httpCall(b, cs, tool) }
+	}
+	round := func(b *testing.B, base string) func(*testing.B) {
+		sessions := make([]*sdk.ClientSession, callers)
+		var tool string
+		for i := range sessions {
+			sessions[i], tool = httpSession(b, base, tokens[i])
+		}
+		httpCall(b, sessions[0], tool)
+		return func(b *testing.B) {
+			var wg sync.WaitGroup
+			errs := make(chan error, callers)
+			for _, cs := range sessions {
+				wg.Go(func() {
+					res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool})
+					if err != nil || res.IsError {
+						errs <- fmt.Errorf("%v %+v", err, res)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+		}
+	}
 	run := func(b *testing.B, base string) {
 		b.Run("sequential", func(b *testing.B) {
-			cs, tool := httpSession(b, base, tokens[0])
-			httpCall(b, cs, tool) // the first call fills the host's caches: not the steady state
+			call := one(b, base)
 			for b.Loop() {
-				httpCall(b, cs, tool)
+				call(b)
 			}
 		})
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			sessions := make([]*sdk.ClientSession, callers)
-			var tool string
-			for i := range sessions {
-				sessions[i], tool = httpSession(b, base, tokens[i])
-			}
-			httpCall(b, sessions[0], tool) // warm, as above
+			calls := round(b, base)
 			start := time.Now()
 			for b.Loop() {
-				var wg sync.WaitGroup
-				errs := make(chan error, callers)
-				for _, cs := range sessions {
-					wg.Go(func() {
-						res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool})
-						if err != nil || res.IsError {
-							errs <- fmt.Errorf("%v %+v", err, res)
-						}
-					})
-				}
-				wg.Wait()
-				close(errs)
-				for err := range errs {
-					b.Fatal(err)
-				}
+				calls(b)
 			}
 			b.ReportMetric(float64(callers*b.N)/time.Since(start).Seconds(), "calls/s")
 		})
@@ -92,6 +107,18 @@ func BenchmarkHTTP(b *testing.B) {
 		rukhCmd(b, f.env, rukh, "daemon", "start")
 		b.Cleanup(func() { rukhCmd(b, f.env, rukh, "daemon", "stop") })
 		run(b, startHTTP(b, rukh, f.env))
+	})
+	// The targets as ratios of alternating pairs (each in turn first),
+	// through rukhd against the floor under the helper: one client's call
+	// (time), and a round of calls from every caller at once (time; the
+	// calls/s ratio is its inverse).
+	b.Run("rukh-daemon÷floor+helper", func(b *testing.B) {
+		floor := startServing(b, floorCmd("-helper", filepath.Join(filepath.Dir(rukh), "rukh-sandbox")))
+		rukhCmd(b, f.env, rukh, "daemon", "start")
+		b.Cleanup(func() { rukhCmd(b, f.env, rukh, "daemon", "stop") })
+		base := startHTTP(b, rukh, f.env)
+		b.Run("sequential", func(b *testing.B) { testhome.PairRatio(b, one(b, base), one(b, floor)) })
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) { testhome.PairRatio(b, round(b, base), round(b, floor)) })
 	})
 }
 
