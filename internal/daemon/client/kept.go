@@ -74,9 +74,12 @@ func (k *keptSessions) put(s *thin.Session) {
 // runs it here, as do does.
 func read[T any](ctx context.Context, a *Auto, req *wire.Msg, answer func(*wire.Msg) (T, error), local func() (T, error)) (T, error) {
 	for s := a.kept.take(); s != nil; s = a.kept.take() {
-		m, err := s.Do(ctx, req, nil, nil, nil)
+		// A read is answered at once. One that is not within the bound of
+		// a hello is asked again on a new connection, whose hello then
+		// tells a hung daemon (thin.HelloTimeout).
+		m, err := s.DoWithin(ctx, req, thin.HelloTimeout)
 		if gone(err) {
-			s.Close() // closed by the daemon meanwhile: ask again
+			s.Close() // closed by the daemon meanwhile, or no answer: ask again
 			continue
 		}
 		return answered(&a.kept, s, m, err, answer)

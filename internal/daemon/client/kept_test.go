@@ -2,9 +2,10 @@ package client_test
 
 import (
 	"context"
-	"io"
+	"errors"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,33 +58,58 @@ func serve(t *testing.T, p paths.Paths) (stop func()) {
 	return stop
 }
 
-// proxy listens at path, passes each connection on to the socket at to,
-// and counts the connections it accepted.
-func proxy(t *testing.T, path, to string) *atomic.Int64 {
+// relay listens at a path, passes each connection on to a socket, and
+// counts the connections it accepted. Once hung, it passes nothing on in
+// either direction, as a daemon that stopped answering (SIGSTOP) would.
+type relay struct {
+	accepted atomic.Int64
+	hung     atomic.Bool
+}
+
+func proxy(t *testing.T, path, to string) *relay {
 	t.Helper()
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var n atomic.Int64
+	r := &relay{}
+	pass := func(dst, src net.Conn) {
+		defer dst.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 && !r.hung.Load() {
+				if _, err := dst.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
 	go func() {
 		for {
 			down, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			n.Add(1)
+			r.accepted.Add(1)
+			t.Cleanup(func() { down.Close() })
+			if r.hung.Load() {
+				continue // accepted, never answered
+			}
 			up, err := net.Dial("unix", to)
 			if err != nil {
 				down.Close()
 				continue
 			}
-			go func() { io.Copy(up, down); up.Close() }()
-			go func() { io.Copy(down, up); down.Close() }()
+			go pass(up, down)
+			go pass(down, up)
 		}
 	}()
-	return &n
+	return r
 }
 
 // A long-lived client sends its reads on one connection; when the daemon
@@ -94,7 +120,7 @@ func TestReadsKeepOneConnection(t *testing.T) {
 	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
 	stop := serve(t, p)
 	front := filepath.Join(dir, "front.sock")
-	accepted := proxy(t, front, p.Socket("rukh"))
+	accepted := &proxy(t, front, p.Socket("rukh")).accepted
 	a := client.NewAuto(thin.Dialer{Socket: front, Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
@@ -132,5 +158,33 @@ func TestReadsKeepOneConnection(t *testing.T) {
 	read()
 	if n := accepted.Load(); n != 3 {
 		t.Fatalf("a call and a read took %d connections in all, not one more than the reads", n)
+	}
+}
+
+// A kept connection skips the hello that tells a hung daemon; a read on
+// it that is not answered within the hello's bound is asked again on a
+// new connection, whose hello then says the daemon is hung, as it would
+// have without the kept connection: the read neither hangs nor is
+// answered by another host.
+func TestKeptReadOfHungDaemon(t *testing.T) {
+	dir := testhome.TempDir(t)
+	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
+	serve(t, p)
+	front := filepath.Join(dir, "front.sock")
+	r := proxy(t, front, p.Socket("rukh"))
+	a := client.NewAuto(thin.Dialer{Socket: front, Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if _, err := a.HTTPSection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.hung.Store(true)
+	_, err := a.HTTPSection(ctx)
+	var te *thin.Error
+	if !errors.As(err, &te) || te.Op != "hello" || !strings.Contains(te.Error(), "the daemon is hung") {
+		t.Fatalf("a read of a hung daemon: %v; want the hello's hung daemon", err)
+	}
+	if n := r.accepted.Load(); n != 2 {
+		t.Fatalf("the reads took %d connections, not the kept one and a new one", n)
 	}
 }

@@ -28,6 +28,7 @@ const (
 type Socket interface {
 	io.ReadWriteCloser
 	SetDeadline(time.Time) error
+	SetReadDeadline(time.Time) error
 	SetWriteDeadline(time.Time) error
 	SyscallConn() (syscall.RawConn, error)
 }
@@ -128,6 +129,9 @@ func NewConn(c Socket) *Conn { return &Conn{c: c} }
 
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }
+
+// SetReadDeadline bounds the reads of the connection (zero: no bound).
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.c.SetReadDeadline(t) }
 
 // Send writes m's frame, with files attached to its first byte.
 func (c *Conn) Send(m *Msg, files ...*os.File) error {
