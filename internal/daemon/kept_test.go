@@ -101,6 +101,17 @@ func keptNext(t *testing.T, f *os.File, c *wire.Conn, what string) *wire.Msg {
 	return m
 }
 
+// keptRead sends a read (getHttp) and takes its answer.
+func keptRead(t *testing.T, f *os.File, c *wire.Conn) {
+	t.Helper()
+	if err := c.Send(&wire.Msg{GetHTTP: &wire.GetHTTP{}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := keptNext(t, f, c, "the section"); m.HTTP == nil {
+		t.Fatalf("getHttp was answered %+v", m)
+	}
+}
+
 // keptEOF waits for the daemon to close the connection.
 func keptEOF(t *testing.T, f *os.File, c *wire.Conn, what string) {
 	t.Helper()
@@ -154,10 +165,7 @@ func TestKeptReads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, sock, _, _, _ := keptServer(t, nil)
 			f, c := keptConn(t, sock)
-			if err := c.Send(&wire.Msg{GetHTTP: &wire.GetHTTP{}}); err != nil {
-				t.Fatal(err)
-			}
-			keptNext(t, f, c, "the section")
+			keptRead(t, f, c)
 			if err := c.Send(tc.req); err != nil {
 				t.Fatal(err)
 			}
@@ -179,10 +187,7 @@ func TestKeptDrain(t *testing.T) {
 	t.Run("ClosesIdle", func(t *testing.T) {
 		s, sock, done, serveErr, kept := keptServer(t, nil)
 		f, c := keptConn(t, sock)
-		if err := c.Send(&wire.Msg{GetHTTP: &wire.GetHTTP{}}); err != nil {
-			t.Fatal(err)
-		}
-		keptNext(t, f, c, "the section")
+		keptRead(t, f, c)
 		waitKept(t, kept)
 		s.drain()
 		keptEOF(t, f, c, "a kept connection as the daemon drains")
@@ -202,10 +207,7 @@ func TestKeptDrain(t *testing.T) {
 		}
 		s, sock, _, _, _ := keptServer(t, func(s *Server) { s.Exe = exe })
 		f, c := keptConn(t, sock)
-		if err := c.Send(&wire.Msg{GetHTTP: &wire.GetHTTP{}}); err != nil {
-			t.Fatal(err)
-		}
-		keptNext(t, f, c, "the section")
+		keptRead(t, f, c)
 		if err := os.WriteFile(exe, []byte("v2, upgraded"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -227,10 +229,7 @@ func TestKeptDrain(t *testing.T) {
 func TestKeptEvicted(t *testing.T) {
 	s, sock, _, _, kept := keptServer(t, nil)
 	f, c := keptConn(t, sock)
-	if err := c.Send(&wire.Msg{GetHTTP: &wire.GetHTTP{}}); err != nil {
-		t.Fatal(err)
-	}
-	keptNext(t, f, c, "the section")
+	keptRead(t, f, c)
 	waitKept(t, kept)
 	s.waiting.mu.Lock()
 	if n := s.waiting.order.Len(); n != 1 {
