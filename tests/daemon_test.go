@@ -332,14 +332,15 @@ func (h *dtHome) runs(name string) int {
 }
 
 type dtStatus struct {
-	PID        int    `json:"pid"`
-	Build      string `json:"build"`
-	Socket     string `json:"socket"`
-	Activated  bool   `json:"activated"`
-	InFlight   int    `json:"inFlight"`
-	Pending    int    `json:"pendingOutcomes"`
-	WriteError string `json:"storeWriteError"`
-	Draining   bool   `json:"draining"`
+	PID         int    `json:"pid"`
+	Build       string `json:"build"`
+	Socket      string `json:"socket"`
+	Activated   bool   `json:"activated"`
+	InFlight    int    `json:"inFlight"`
+	Connections int    `json:"connections"`
+	Pending     int    `json:"pendingOutcomes"`
+	WriteError  string `json:"storeWriteError"`
+	Draining    bool   `json:"draining"`
 }
 
 func (h *dtHome) status() dtStatus {
@@ -828,6 +829,10 @@ func testDaemonRestartUnderMCP(t *testing.T, b *dtBins) {
 	listing, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// rukh mcp keeps the connection of its reads for the next one.
+	if n := h.status().Connections; n != 1 {
+		t.Errorf("rukhd counts %d connections once rukh mcp has listed its tools; want the one it keeps", n)
 	}
 	var tool string
 	for _, tl := range listing.Tools {

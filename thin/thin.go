@@ -239,10 +239,11 @@ func checkPeer(c wire.Socket) error {
 // Close ends the session.
 func (s *Session) Close() error { return s.c.Close() }
 
-// DoWithin is Do for a request whose answer must begin within d: a kept
+// DoWithin is Do for a request that must be answered within d: a kept
 // session's read (client.Auto), which skips the hello that would
-// otherwise tell a hung daemon. No frame within d is an *Error, and the
-// session is then of no further use.
+// otherwise tell a hung daemon. No answer within d is an *Error that
+// wraps os.ErrDeadlineExceeded, and the session is then of no further
+// use.
 func (s *Session) DoWithin(ctx context.Context, req *wire.Msg, d time.Duration) (*wire.Msg, error) {
 	s.c.SetReadDeadline(time.Now().Add(d))
 	defer s.c.SetReadDeadline(time.Time{})

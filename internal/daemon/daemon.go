@@ -524,6 +524,7 @@ const keepIdle = 30 * time.Second
 // drains is refused as a new connection's hello would be: the client then
 // reads in-process. A late cancel of the read before is ignored.
 func (s *Server) serveReads(ctx context.Context, c *wire.Conn, uc *net.UnixConn, pr *peer) {
+	idleUntil := time.Now().Add(s.keepIdle) // a late cancel does not renew it
 	for {
 		w := s.waiting.keep(uc, pr.pid)
 		if s.kept != nil {
@@ -533,7 +534,7 @@ func (s *Server) serveReads(ctx context.Context, c *wire.Conn, uc *net.UnixConn,
 			s.waiting.leave(w)
 			return
 		}
-		uc.SetReadDeadline(time.Now().Add(s.keepIdle))
+		uc.SetReadDeadline(idleUntil)
 		req, files, err := c.Receive()
 		uc.SetReadDeadline(time.Time{})
 		closeAll(files)
@@ -566,6 +567,7 @@ func (s *Server) serveReads(ctx context.Context, c *wire.Conn, uc *net.UnixConn,
 		}
 		s.serveRequest(ctx, c, req, nil, pr)
 		s.release(req)
+		idleUntil = time.Now().Add(s.keepIdle)
 	}
 }
 

@@ -39,7 +39,12 @@ func keptServer(t *testing.T, setup func(*Server)) (*Server, string, <-chan stru
 	}
 	s.keepIdle = time.Hour
 	keptc := make(chan struct{}, 16)
-	s.kept = func() { keptc <- struct{}{} }
+	s.kept = func() {
+		select {
+		case keptc <- struct{}{}:
+		default: // a test that does not wait for it never blocks the daemon
+		}
+	}
 	if setup != nil {
 		setup(s)
 	}
@@ -199,6 +204,7 @@ func TestKeptDrain(t *testing.T) {
 		case <-time.After(keptGuard):
 			t.Fatalf("Serve did not return within %s of the drain", keptGuard)
 		}
+		keptSettled(t, s)
 	})
 	t.Run("RefusesStale", func(t *testing.T) {
 		exe := filepath.Join(testhome.TempDir(t), "rukhd")
@@ -227,7 +233,7 @@ func TestKeptDrain(t *testing.T) {
 // A flood evicts kept connections like any waiting one: they hold no
 // slot of their own.
 func TestKeptEvicted(t *testing.T) {
-	s, sock, _, _, kept := keptServer(t, nil)
+	s, sock, done, _, kept := keptServer(t, nil)
 	f, c := keptConn(t, sock)
 	keptRead(t, f, c)
 	waitKept(t, kept)
@@ -239,4 +245,20 @@ func TestKeptEvicted(t *testing.T) {
 	s.waiting.evictLocked()
 	s.waiting.mu.Unlock()
 	keptEOF(t, f, c, "an evicted kept connection")
+	s.Stop()
+	select {
+	case <-done:
+	case <-time.After(keptGuard):
+		t.Fatalf("Serve did not return within %s of Stop", keptGuard)
+	}
+	keptSettled(t, s)
+}
+
+// keptSettled checks, once Serve has returned, that no connection is
+// counted anywhere: kept ones leave no slot, place or eviction behind.
+func keptSettled(t *testing.T, s *Server) {
+	t.Helper()
+	if n, w, wait, ev := s.conns.Load(), s.working.Load(), s.waiting.len(), s.waiting.evictedOpen(); n != 0 || w != 0 || wait != 0 || ev != 0 {
+		t.Errorf("after Serve: %d connections, %d served, %d waiting, %d evicted still open; want none", n, w, wait, ev)
+	}
 }

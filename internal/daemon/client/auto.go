@@ -84,9 +84,10 @@ const lockedRetries = 3
 
 // do runs one request on the daemon, sent right behind the hello
 // (thin.Dialer.Request: the policy the CLI follows too), and answer reads
-// the daemon's answer and closes or keeps the session; when none
+// the daemon's answer; the session is closed after it, unless keep is
+// set and the answer was not an error (a read's: kept.go). When no daemon
 // answers, local runs it here.
-func do[T any](ctx context.Context, a *Auto, req *wire.Msg, answer func(*thin.Session) (T, error), local func() (T, error)) (T, error) {
+func do[T any](ctx context.Context, a *Auto, req *wire.Msg, answer func(*thin.Session) (T, error), local func() (T, error), keep *keptSessions) (T, error) {
 	var zero T
 	for range lockedRetries {
 		s, err := a.Dialer.Request(ctx, req)
@@ -94,7 +95,13 @@ func do[T any](ctx context.Context, a *Auto, req *wire.Msg, answer func(*thin.Se
 			return zero, err
 		}
 		if s != nil {
-			return answer(s)
+			v, err := answer(s)
+			if keep != nil && err == nil {
+				keep.put(s)
+			} else {
+				s.Close()
+			}
+			return v, err
 		}
 		v, err := local()
 		if !isLocked(err) {
@@ -147,7 +154,6 @@ func (a *Auto) CallTool(ctx context.Context, call *wire.CallTool, opts seam.Call
 	c.Progress = opts.OnProgress != nil
 	c.Diag = opts.Diagnostics != nil
 	return do(ctx, a, &wire.Msg{CallTool: &c}, func(s *thin.Session) (*wire.CallResult, error) {
-		defer s.Close() // a call's connection serves it alone
 		m, err := s.Await(ctx, func(ev *wire.Msg) {
 			switch {
 			case ev.Started != nil && opts.OnStart != nil:
@@ -165,5 +171,5 @@ func (a *Auto) CallTool(ctx context.Context, call *wire.CallTool, opts seam.Call
 			return nil, wire.Errorf(wire.CodeInternal, "the daemon answered callTool with something else")
 		}
 		return m.CallResult, nil
-	}, func() (*wire.CallResult, error) { return a.Local.CallTool(ctx, call, opts) })
+	}, func() (*wire.CallResult, error) { return a.Local.CallTool(ctx, call, opts) }, nil) // a call's connection serves it alone
 }

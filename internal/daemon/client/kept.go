@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -30,7 +31,7 @@ const (
 	keptFor = 10 * time.Second
 )
 
-// keptSessions are a client's idle daemon connections, newest last.
+// keptSessions are a client's idle daemon connections, oldest first.
 type keptSessions struct {
 	mu   sync.Mutex
 	idle []keptSession
@@ -41,31 +42,53 @@ type keptSession struct {
 	since time.Time
 }
 
-// take returns the newest kept session used within keptFor, closing the
-// older ones, or nil.
+// take returns the newest kept session, or nil; it first closes those
+// unused for keptFor.
 func (k *keptSessions) take() *thin.Session {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for len(k.idle) > 0 {
-		last := k.idle[len(k.idle)-1]
-		k.idle = k.idle[:len(k.idle)-1]
-		if time.Since(last.since) < keptFor {
-			return last.s
-		}
-		last.s.Close()
+	k.expireLocked()
+	if len(k.idle) == 0 {
+		return nil
 	}
-	return nil
+	last := k.idle[len(k.idle)-1]
+	k.idle[len(k.idle)-1] = keptSession{}
+	k.idle = k.idle[:len(k.idle)-1]
+	return last.s
 }
 
-// put keeps s for the next read, or closes it when maxKept are kept.
+// put keeps s for the next read, or closes it when maxKept are kept; it
+// first closes those unused for keptFor.
 func (k *keptSessions) put(s *thin.Session) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.expireLocked()
 	if len(k.idle) >= maxKept {
 		s.Close()
 		return
 	}
 	k.idle = append(k.idle, keptSession{s, time.Now()})
+}
+
+// expireLocked closes the sessions unused for keptFor (the oldest come
+// first).
+func (k *keptSessions) expireLocked() {
+	n := 0
+	for n < len(k.idle) && time.Since(k.idle[n].since) >= keptFor {
+		k.idle[n].s.Close()
+		n++
+	}
+	k.idle = append(k.idle[:0], k.idle[n:]...)
+}
+
+// closeAll closes every kept session: their daemon does not answer.
+func (k *keptSessions) closeAll() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, ks := range k.idle {
+		ks.s.Close()
+	}
+	k.idle = nil
 }
 
 // read runs the read req (wire.Msg.Reads) on the daemon, on a kept
@@ -75,34 +98,37 @@ func (k *keptSessions) put(s *thin.Session) {
 func read[T any](ctx context.Context, a *Auto, req *wire.Msg, answer func(*wire.Msg) (T, error), local func() (T, error)) (T, error) {
 	for s := a.kept.take(); s != nil; s = a.kept.take() {
 		// A read is answered at once. One that is not within the bound of
-		// a hello is asked again on a new connection, whose hello then
-		// tells a hung daemon (thin.HelloTimeout).
+		// a hello is asked again, once, on a new connection, whose hello
+		// then tells a hung daemon (thin.HelloTimeout); the other kept
+		// sessions are of the same daemon, and are dropped with it.
 		m, err := s.DoWithin(ctx, req, thin.HelloTimeout)
-		if gone(err) {
-			s.Close() // closed by the daemon meanwhile, or no answer: ask again
-			continue
+		if err == nil {
+			var v T
+			if v, err = answer(m); err == nil {
+				a.kept.put(s)
+				return v, nil
+			}
 		}
-		return answered(&a.kept, s, m, err, answer)
+		s.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			a.kept.closeAll()
+			break
+		}
+		if !gone(err) {
+			var zero T
+			return zero, err
+		}
+		// Closed by the daemon meanwhile (its idle limit, a drain, a
+		// restart): ask again.
 	}
 	return do(ctx, a, req, func(s *thin.Session) (T, error) {
 		m, err := s.Await(ctx, nil, nil)
-		return answered(&a.kept, s, m, err, answer)
-	}, local)
-}
-
-// answered takes apart the daemon's answer m (or err) to a read on s, and
-// keeps s in k when the answer was what a read is answered with.
-func answered[T any](k *keptSessions, s *thin.Session, m *wire.Msg, err error, answer func(*wire.Msg) (T, error)) (T, error) {
-	var v T
-	if err == nil {
-		v, err = answer(m)
-	}
-	if err == nil {
-		k.put(s)
-	} else {
-		s.Close()
-	}
-	return v, err
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return answer(m)
+	}, local, &a.kept)
 }
 
 // gone reports whether a read on a kept session failed because the

@@ -3,8 +3,11 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,11 +62,24 @@ func serve(t *testing.T, p paths.Paths) (stop func()) {
 }
 
 // relay listens at a path, passes each connection on to a socket, and
-// counts the connections it accepted. Once hung, it passes nothing on in
-// either direction, as a daemon that stopped answering (SIGSTOP) would.
+// counts the connections it accepted; ended receives once for each that
+// the client closed. Once hung, it passes nothing on in either
+// direction, as a daemon that stopped answering (SIGSTOP) would.
 type relay struct {
 	accepted atomic.Int64
 	hung     atomic.Bool
+	// asked counts the connections made before the relay hung that the
+	// client sent something on since.
+	asked atomic.Int64
+	ended chan struct{}
+	mu    sync.Mutex
+	conns []net.Conn // closed in the test's cleanup
+}
+
+func (r *relay) hold(c net.Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.conns = append(r.conns, c)
 }
 
 func proxy(t *testing.T, path, to string) *relay {
@@ -72,19 +88,36 @@ func proxy(t *testing.T, path, to string) *relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	r := &relay{}
-	pass := func(dst, src net.Conn) {
-		defer dst.Close()
+	r := &relay{ended: make(chan struct{}, 1024)}
+	t.Cleanup(func() {
+		ln.Close()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, c := range r.conns {
+			c.Close()
+		}
+	})
+	// pass copies src to dst until src ends, then ends dst's writing
+	// side only: the relay still sees when the client closes its end.
+	pass := func(dst, src net.Conn, fromClient bool) {
+		defer dst.(*net.UnixConn).CloseWrite()
 		buf := make([]byte, 64<<10)
+		counted := false
 		for {
 			n, err := src.Read(buf)
+			if n > 0 && fromClient && r.hung.Load() && !counted {
+				counted = true
+				r.asked.Add(1)
+			}
 			if n > 0 && !r.hung.Load() {
 				if _, err := dst.Write(buf[:n]); err != nil {
 					return
 				}
 			}
 			if err != nil {
+				if fromClient && errors.Is(err, io.EOF) {
+					r.ended <- struct{}{}
+				}
 				return
 			}
 		}
@@ -96,7 +129,7 @@ func proxy(t *testing.T, path, to string) *relay {
 				return
 			}
 			r.accepted.Add(1)
-			t.Cleanup(func() { down.Close() })
+			r.hold(down)
 			if r.hung.Load() {
 				continue // accepted, never answered
 			}
@@ -105,8 +138,9 @@ func proxy(t *testing.T, path, to string) *relay {
 				down.Close()
 				continue
 			}
-			go pass(up, down)
-			go pass(down, up)
+			r.hold(up)
+			go pass(up, down, true)
+			go pass(down, up, false)
 		}
 	}()
 	return r
@@ -152,7 +186,8 @@ func TestReadsKeepOneConnection(t *testing.T) {
 	// here is refused, the task being undefined), and the kept one serves
 	// the next read.
 	_, err := a.CallTool(ctx, &wire.CallTool{Task: "none", Name: "t_x"}, seam.CallOptions{})
-	if we, ok := err.(*wire.Error); !ok || we.Code != wire.CodeTaskUndefined {
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeTaskUndefined {
 		t.Fatalf("the call was answered %v, not task_undefined", err)
 	}
 	read()
@@ -175,8 +210,14 @@ func TestKeptReadOfHungDaemon(t *testing.T) {
 	a := client.NewAuto(thin.Dialer{Socket: front, Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	if _, err := a.HTTPSection(ctx); err != nil {
-		t.Fatal(err)
+	// Four kept sessions, as after reads made at once.
+	const kept = 4
+	for range kept {
+		s, err := a.Dialer.Dial(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Keep(s)
 	}
 	r.hung.Store(true)
 	_, err := a.HTTPSection(ctx)
@@ -184,7 +225,45 @@ func TestKeptReadOfHungDaemon(t *testing.T) {
 	if !errors.As(err, &te) || te.Op != "hello" || !strings.Contains(te.Error(), "the daemon is hung") {
 		t.Fatalf("a read of a hung daemon: %v; want the hello's hung daemon", err)
 	}
-	if n := r.accepted.Load(); n != 2 {
-		t.Fatalf("the reads took %d connections, not the kept one and a new one", n)
+	// One kept session was asked, and none of the others of the same
+	// hung daemon (each would have cost the bound again), then a new
+	// connection.
+	if n := r.asked.Load(); n != 1 {
+		t.Fatalf("the read was sent on %d kept sessions of the hung daemon, not one", n)
+	}
+	if n := r.accepted.Load(); n != kept+1 {
+		t.Fatalf("%d connections in all, not the %d kept and a new one", n, kept)
+	}
+}
+
+// A call and a wait each close their own connection once answered: only
+// reads keep one. (A wait's connection was once left open, for the
+// garbage collector to close.)
+func TestCallsAndWaitsClose(t *testing.T) {
+	// A connection left open would be closed by its finalizer once
+	// collected: no collection here, so only a Close ends one.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	dir := testhome.TempDir(t)
+	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
+	serve(t, p)
+	front := filepath.Join(dir, "front.sock")
+	r := proxy(t, front, p.Socket("rukh"))
+	a := client.NewAuto(thin.Dialer{Socket: front, Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	for i := range 3 {
+		if _, err := a.WaitInvocations(ctx, "none", []string{fmt.Sprintf("%032x", i)}, 0); err == nil {
+			t.Fatal("a wait under an undefined task was answered")
+		}
+		if _, err := a.CallTool(ctx, &wire.CallTool{Task: "none", Name: "t_x"}, seam.CallOptions{}); err == nil {
+			t.Fatal("a call under an undefined task was answered")
+		}
+	}
+	for i := range 6 {
+		select {
+		case <-r.ended:
+		case <-time.After(guard):
+			t.Fatalf("%d of 6 connections (3 waits, 3 calls) were closed by the client within %s", i, guard)
+		}
 	}
 }

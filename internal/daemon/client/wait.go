@@ -25,7 +25,7 @@ func (a *Auto) WaitInvocations(ctx context.Context, task string, ids []string, t
 			return nil, wire.Errorf(wire.CodeInternal, "the daemon answered waitInvocations with something else")
 		}
 		return m.WaitResult, nil
-	}, func() (*wire.WaitResult, error) { return a.Local.WaitInvocations(ctx, task, ids, timeout) })
+	}, func() (*wire.WaitResult, error) { return a.Local.WaitInvocations(ctx, task, ids, timeout) }, nil)
 }
 
 // StopDetached stops the runs this process detached (those the daemon
