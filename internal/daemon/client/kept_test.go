@@ -146,18 +146,37 @@ func proxy(t *testing.T, path, to string) *relay {
 	return r
 }
 
+// fixture is a home served by a daemon in this process (stop stops it,
+// and serve starts another on the same paths), reached through a relay
+// by an Auto, and a context bounded by guard.
+type fixture struct {
+	p    paths.Paths
+	stop func()
+	r    *relay
+	a    *client.Auto
+	ctx  context.Context
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := testhome.TempDir(t)
+	f := &fixture{p: paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}}
+	f.stop = serve(t, f.p)
+	front := filepath.Join(dir, "front.sock")
+	f.r = proxy(t, front, f.p.Socket("rukh"))
+	f.a = client.NewAuto(thin.Dialer{Socket: front, Name: "rukh", Build: buildid.ID()}, local.New(f.p.Data))
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	t.Cleanup(cancel)
+	f.ctx = ctx
+	return f
+}
+
 // A long-lived client sends its reads on one connection; when the daemon
 // has closed it (here: it stopped, and another started), the next read
 // goes on a new connection and is answered, not failed.
 func TestReadsKeepOneConnection(t *testing.T) {
-	dir := testhome.TempDir(t)
-	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
-	stop := serve(t, p)
-	front := filepath.Join(dir, "front.sock")
-	accepted := &proxy(t, front, p.Socket("rukh")).accepted
-	a := client.NewAuto(thin.Dialer{Socket: front, Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
-	ctx, cancel := context.WithTimeout(context.Background(), guard)
-	defer cancel()
+	f := newFixture(t)
+	p, stop, accepted, a, ctx := f.p, f.stop, &f.r.accepted, f.a, f.ctx
 	read := func() {
 		t.Helper()
 		if _, err := a.HTTPSection(ctx); err != nil {
@@ -202,14 +221,8 @@ func TestReadsKeepOneConnection(t *testing.T) {
 // have without the kept connection: the read neither hangs nor is
 // answered by another host.
 func TestKeptReadOfHungDaemon(t *testing.T) {
-	dir := testhome.TempDir(t)
-	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
-	serve(t, p)
-	front := filepath.Join(dir, "front.sock")
-	r := proxy(t, front, p.Socket("rukh"))
-	a := client.NewAuto(thin.Dialer{Socket: front, Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
-	ctx, cancel := context.WithTimeout(context.Background(), guard)
-	defer cancel()
+	f := newFixture(t)
+	r, a, ctx := f.r, f.a, f.ctx
 	// Four kept sessions, as after reads made at once.
 	const kept = 4
 	for range kept {
@@ -243,14 +256,8 @@ func TestCallsAndWaitsClose(t *testing.T) {
 	// A connection left open would be closed by its finalizer once
 	// collected: no collection here, so only a Close ends one.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	dir := testhome.TempDir(t)
-	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
-	serve(t, p)
-	front := filepath.Join(dir, "front.sock")
-	r := proxy(t, front, p.Socket("rukh"))
-	a := client.NewAuto(thin.Dialer{Socket: front, Name: "rukh", Build: buildid.ID()}, local.New(p.Data))
-	ctx, cancel := context.WithTimeout(context.Background(), guard)
-	defer cancel()
+	f := newFixture(t)
+	r, a, ctx := f.r, f.a, f.ctx
 	for i := range 3 {
 		if _, err := a.WaitInvocations(ctx, "none", []string{fmt.Sprintf("%032x", i)}, 0); err == nil {
 			t.Fatal("a wait under an undefined task was answered")
