@@ -98,6 +98,21 @@ func writeB(b *testing.B, name, content string, mode os.FileMode) {
 	}
 }
 
+// agentSession is a client of rukh's MCP server on host, bound to the
+// bench home's agent task.
+func agentSession(b *testing.B, host seam.ToolHost) *sdk.ClientSession {
+	return session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+}
+
+// callB returns one call of tool name with args on cs, which must succeed.
+func callB(cs *sdk.ClientSession, name string, args map[string]any) func(*testing.B) {
+	return func(b *testing.B) {
+		if res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args}); err != nil || res.IsError {
+			b.Fatalf("%v %v", err, res)
+		}
+	}
+}
+
 func session(b *testing.B, srv *sdk.Server) *sdk.ClientSession {
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st, nil)
@@ -134,7 +149,7 @@ func listAllB(b *testing.B, cs *sdk.ClientSession) int {
 func BenchmarkList(b *testing.B) {
 	dir, _ := benchHome(b, 2000)
 	host := local.New(filepath.Join(dir, "data"))
-	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+	rukh := agentSession(b, host)
 	// The static registry holds exactly the tools rukh lists (names,
 	// schemas and annotations: the same bytes), at its own page size
 	// (1,000) and at rukh's (32, invariant I8): what the page size costs
@@ -169,7 +184,7 @@ func BenchmarkList(b *testing.B) {
 	})
 	// The daemon holds the store once it runs, so it starts last.
 	b.Run("rukh-daemon", func(b *testing.B) {
-		proxied := session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+		proxied := agentSession(b, daemonHost(b, dir))
 		listAllB(b, proxied) // warm: the daemon's first list builds its projection
 		for b.Loop() {
 			if n := listAllB(b, proxied); n != 2000 {
@@ -180,7 +195,7 @@ func BenchmarkList(b *testing.B) {
 	// The target as a ratio of alternating pairs (each in turn first):
 	// every listing through rukhd against one of F-list's.
 	b.Run("rukh-daemon÷F-list", func(b *testing.B) {
-		proxied := session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+		proxied := agentSession(b, daemonHost(b, dir))
 		listAllB(b, proxied)
 		testhome.PairRatio(b, func(b *testing.B) { listAllB(b, proxied) }, func(b *testing.B) { listAllB(b, sc32) })
 	})
@@ -210,7 +225,7 @@ func BenchmarkList(b *testing.B) {
 func BenchmarkCall(b *testing.B) {
 	dir, prog := benchHome(b, 10)
 	host := local.New(filepath.Join(dir, "data"))
-	rukh := session(b, mcp.NewServer(mcp.Options{Host: host, Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+	rukh := agentSession(b, host)
 	p, _, err := host.Projection(context.Background())
 	if err != nil {
 		b.Fatal(err)
@@ -272,19 +287,14 @@ func BenchmarkCall(b *testing.B) {
 			cs := rukh
 			switch mode {
 			case "rukh-daemon":
-				cs = session(b, mcp.NewServer(mcp.Options{Host: daemonHost(b, dir), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+				cs = agentSession(b, daemonHost(b, dir))
 			case "rukh-daemon+helper":
-				cs = session(b, mcp.NewServer(mcp.Options{Host: daemonHostWith(b, dir, helper), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
+				cs = agentSession(b, daemonHostWith(b, dir, helper))
 			}
-			call := func() {
-				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{"count": 2}})
-				if err != nil || res.IsError {
-					b.Fatalf("%v %v", err, res)
-				}
-			}
-			call() // the first call fills the host's caches: not the steady state
+			call := callB(cs, name, map[string]any{"count": 2})
+			call(b) // the first call fills the host's caches: not the steady state
 			for b.Loop() {
-				call()
+				call(b)
 			}
 		})
 	}
@@ -292,17 +302,9 @@ func BenchmarkCall(b *testing.B) {
 	// both under the helper as installed: a call through rukhd against
 	// one of F-mcp's.
 	b.Run("rukh-daemon+helper÷F-mcp+helper", func(b *testing.B) {
-		cs := session(b, mcp.NewServer(mcp.Options{Host: daemonHostWith(b, dir, helper), Binding: mcp.Binding{Task: "agent"}, Name: "rukh", Version: "bench"}).Server)
-		call := func(cs *sdk.ClientSession, name string, args map[string]any) func(*testing.B) {
-			return func(b *testing.B) {
-				if res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args}); err != nil || res.IsError {
-					b.Fatal(err, res)
-				}
-			}
-		}
-		rukhCall := call(cs, name, map[string]any{"count": 2})
+		rukhCall := callB(agentSession(b, daemonHostWith(b, dir, helper)), name, map[string]any{"count": 2})
 		rukhCall(b) // the first call fills the host's caches
-		testhome.PairRatio(b, rukhCall, call(sc, "ok-recorded-helper", nil))
+		testhome.PairRatio(b, rukhCall, callB(sc, "ok-recorded-helper", nil))
 	})
 	b.Run("static-tool-fork-exec+records", func(b *testing.B) { // F-mcp
 		for b.Loop() {
