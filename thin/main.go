@@ -84,8 +84,12 @@ func Forward(name string, args []string) (status int, ok bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, _ := os.Getwd()
+	// The signals are caught from the Exec on (waiting, below) and never
+	// given back once the daemon took the command line: the process
+	// exits when Forward returns ok, and giving each back would cost a
+	// handshake with the Go runtime's signal thread (0.05–0.1 ms each,
+	// three of them) between the exit status and the exit.
 	sigs := make(chan os.Signal, 2)
-	defer signal.Stop(sigs)
 	// The Exec goes behind the hello (request), and what the client needs
 	// only once the daemon has answered is set up while it answers: the
 	// signals, and the Go runtime's one check, before its first process
@@ -112,8 +116,10 @@ func Forward(name string, args []string) (status int, ok bool) {
 	var we *wire.Error
 	switch {
 	case err == nil && s == nil:
+		signal.Stop(sigs) // the line runs in this process, which catches them itself
 		return 0, false
 	case errors.As(err, &we) && we.Code == wire.CodeBuildMismatch && acrossBuilds[args[0]]:
+		signal.Stop(sigs)
 		return 0, false
 	case err != nil: // another build's daemon says how to restart it
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
