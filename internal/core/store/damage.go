@@ -40,6 +40,9 @@ func fromBolt(r any) bool {
 	if _, ok := r.(interface{ Addr() uintptr }); ok {
 		return true
 	}
+	if _, ok := r.(boltPanic); ok {
+		return true
+	}
 	pcs := make([]uintptr, 128)
 	n := runtime.Callers(2, pcs)
 	frames := runtime.CallersFrames(pcs[:n])
@@ -65,6 +68,9 @@ func fromBolt(r any) bool {
 // does not look at) says where the reading stopped, as bbolt's panic
 // says.
 func panicError(path string, r any) error {
+	if bp, ok := r.(boltPanic); ok {
+		r = bp.r
+	}
 	if f, err := os.Open(path); err == nil {
 		defer f.Close()
 		if err := checkFile(f, true, true); err != nil {

@@ -155,8 +155,9 @@ func TestOpenFindsDamagedPages(t *testing.T) {
 
 // TestPanicInBboltIsDamage makes bbolt panic inside a transaction — a
 // leaf whose element runs past its page, which Open's quick look does not
-// read — and requires View and Update to return a *CorruptError, the
-// store to stay usable for what is intact, and Close to work.
+// read — and requires View, Update and Batch (a held store's group
+// commit) to return a *CorruptError, the store to stay usable for what is
+// intact, and Close to work.
 func TestPanicInBboltIsDamage(t *testing.T) {
 	path := bigStore(t)
 	l := readLayout(t, path)
@@ -183,6 +184,8 @@ func TestPanicInBboltIsDamage(t *testing.T) {
 	err = s.View(func(tx *store.Tx) error { _, err := tx.Invocations(5); return err })
 	requireDamaged(t, err, path, want)
 	err = s.Update(func(tx *store.Tx) error { _, err := tx.Invocations(5); return err })
+	requireDamaged(t, err, path, want)
+	err = s.Batch(func(tx *store.Tx) error { _, err := tx.Invocations(5); return err })
 	requireDamaged(t, err, path, want)
 	// What is intact still reads.
 	if err := s.View(func(tx *store.Tx) error { _, err := tx.Releases(); return err }); err != nil {

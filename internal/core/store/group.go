@@ -178,6 +178,11 @@ func (s *Store) runGroup(calls []*batchCall) {
 	}
 }
 
+// boltPanic is a panic of bbolt's that runCall recovered and raises
+// again: raised from runCall, it would no longer look like bbolt's to
+// fromBolt, which looks at where a panic began.
+type boltPanic struct{ r any }
+
 // runCall runs fn in tx. A panic from fn's own code is returned, for its
 // caller to raise; one from bbolt (damage met reading the file) goes on
 // to Store.run, which makes it the *CorruptError of the transaction.
@@ -185,7 +190,7 @@ func runCall(fn func(*Tx) error, tx *Tx) (err error, panicked any) {
 	defer func() {
 		if r := recover(); r != nil {
 			if fromBolt(r) {
-				panic(r)
+				panic(boltPanic{r})
 			}
 			panicked = r
 		}
