@@ -57,6 +57,11 @@ func addExtensions(ctx context.Context, f *Factory, root *cobra.Command, args []
 	}
 	var target *invoke.Target
 	if (!helpOnly || len(named) < len(words)) && len(named) > 0 && !strings.HasPrefix(named[0], "-") {
+		if !helpOnly && !completing {
+			// A call will most likely follow: its start runs on one open
+			// of the store, let go before its command runs.
+			f.releaseStore = host.HoldStore()
+		}
 		target, _, err = host.Core().Resolve(named)
 		switch {
 		case errors.Is(err, invoke.ErrNoCommand):

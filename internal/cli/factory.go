@@ -66,7 +66,8 @@ type Factory struct {
 	// (rukhd's host did when the daemon started).
 	Builtins *admin.Builtins
 
-	host *local.Host
+	host         *local.Host
+	releaseStore func() // lets go of the store HoldStore held, if it did
 }
 
 // Host returns the Host the CLI talks to: nothing else of the core is

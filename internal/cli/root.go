@@ -22,6 +22,9 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := newRoot(f)
 	failed := root
 	lone, err := addExtensions(ctx, f, root, args)
+	if f.releaseStore != nil {
+		defer f.releaseStore() // a call that never began
+	}
 	if !lone && !addBuiltins(f, root) {
 		// The one-shot core has no built-in commands: the whole core
 		// runs this command line, in this process, nothing of it run.

@@ -139,7 +139,12 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 	// using an approval for exactly this call, in the transaction that
 	// admits it; otherwise the same transaction asks for one.
 	want := ad.approvalFor(t, req)
-	b := &beginning{commit: func() (*Outcome, error) { return c.begin(t, req, ad, inv, want) }}
+	b := &beginning{commit: func() (*Outcome, error) {
+		if c.Begun != nil {
+			defer c.Begun()
+		}
+		return c.begin(t, req, ad, inv, want)
+	}}
 	b.announce = func() {
 		req.Diagnostics.start(inv.ID, t, req, ad.taskName)
 		if req.OnStart != nil {

@@ -85,6 +85,12 @@ type Core struct {
 	// by that daemon at once, instead of waiting for a lock it will never
 	// release.
 	Elsewhere Settler
+	// Begun, when set, is called once each call's begin record is
+	// committed (or the call refused), on the goroutine that committed
+	// it and before its command may run: a one-shot command line lets go
+	// there of the store it held for the call's start
+	// (local.Host.HoldStore), so that the command never runs holding it.
+	Begun func()
 
 	health writeHealth
 }

@@ -41,6 +41,26 @@ func New(dataDir string) *Host {
 	return &Host{admin: admin.New(dataDir), core: invoke.New(dataDir), cache: projection.NewCache(projection.DefaultCacheSize)}
 }
 
+// HoldStore has the start of this command line's one call run on one
+// read-write open of the store (store.Hold), from its first transaction
+// until the call's begin record is committed: the resolution, the
+// admission and the begin record then cost one wait for the lock and one
+// look at the file, not one per transaction. The lock is let go before
+// the command runs, as Files would have; release lets it go at once (it
+// may be called more than once). A host that holds its store for its
+// whole life (NewHeld) is left as it is.
+func (l *Host) HoldStore() (release func()) {
+	f, ok := l.core.Store.(store.Files)
+	if !ok {
+		return func() {}
+	}
+	h := store.Hold(f)
+	l.core.Store, l.admin.Store = h, h
+	release = func() { h.Release() }
+	l.core.Begun = release
+	return release
+}
+
 // Hide names the home's directories (data, config, runtime), which no
 // restricted command sees (invoke.Core.Hidden).
 func (l *Host) Hide(dirs ...string) { l.core.Hidden = dirs }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+	"os"
 	"sync"
 
 	"github.com/rukh-cli/rukh/internal/cliname"
@@ -19,6 +21,7 @@ type Held struct {
 	n     int           // transactions running on s
 	idle  chan struct{} // closed when n drops to 0 after Release
 	files Files
+	lazy  bool // Hold's: s is opened by the first transaction
 }
 
 var _ Provider = (*Held)(nil)
@@ -29,11 +32,24 @@ func NewHeld(s *Store) *Held {
 	return &Held{s: s, files: Files{Path: s.Path()}}
 }
 
+// Hold returns a Held of the store at f.Path that its first transaction
+// opens read-write: a one-shot command line's start, which then resolves,
+// admits and begins its call on one open of the store (one wait for its
+// lock, one look at the file) instead of one per transaction, and
+// releases it before the command runs. A store that does not exist yet
+// is not created by reading, and one that cannot be opened read-write is
+// not held: transactions then run as f runs them, with f's answers.
+func Hold(f Files) *Held { return &Held{files: f, lazy: true} }
+
 // Replaced reports, without writing, whether the held store's file was
 // removed or replaced at its path (*ReplacedError, Store.Replaced); nil
 // once released, when each transaction opens the path afresh.
 func (h *Held) Replaced() error {
-	if s := h.acquire(); s != nil {
+	s, err := h.acquire()
+	if err != nil {
+		return err
+	}
+	if s != nil {
 		defer h.done()
 		return s.Replaced()
 	}
@@ -41,14 +57,26 @@ func (h *Held) Replaced() error {
 }
 
 // acquire returns the held store, counting one more transaction on it, or
-// nil once released.
-func (h *Held) acquire() *Store {
+// nil once released. A Hold's first acquire opens the store; if its lock
+// was not had within the timeout, that is the transaction's error (Files
+// would only wait as long again).
+func (h *Held) acquire() (*Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.lazy {
+		h.lazy = false
+		if _, err := os.Stat(h.files.Path); err == nil {
+			s, err := Open(h.files.Path, Options{Timeout: h.files.timeout()})
+			if le := (*LockedError)(nil); errors.As(err, &le) {
+				return nil, err
+			}
+			h.s = s
+		}
+	}
 	if h.s != nil {
 		h.n++
 	}
-	return h.s
+	return h.s, nil
 }
 
 // done ends a transaction acquire counted.
@@ -65,7 +93,11 @@ func (h *Held) done() {
 // View runs fn in a read transaction of the held store, or of the file
 // opened for it once released.
 func (h *Held) View(fn func(*Tx) error) error {
-	if s := h.acquire(); s != nil {
+	s, err := h.acquire()
+	if err != nil {
+		return err
+	}
+	if s != nil {
 		defer h.done()
 		return s.View(fn)
 	}
@@ -74,7 +106,11 @@ func (h *Held) View(fn func(*Tx) error) error {
 
 // Update runs fn in one read-write transaction, as View does.
 func (h *Held) Update(fn func(*Tx) error) error {
-	if s := h.acquire(); s != nil {
+	s, err := h.acquire()
+	if err != nil {
+		return err
+	}
+	if s != nil {
 		defer h.done()
 		return s.Update(fn)
 	}
@@ -84,7 +120,11 @@ func (h *Held) Update(fn func(*Tx) error) error {
 // Batch runs fn as Store.Batch on the held store, so that concurrent
 // calls share commits; once released, as Files does.
 func (h *Held) Batch(fn func(*Tx) error) error {
-	if s := h.acquire(); s != nil {
+	s, err := h.acquire()
+	if err != nil {
+		return err
+	}
+	if s != nil {
 		defer h.done()
 		return s.Batch(fn)
 	}
@@ -105,6 +145,7 @@ func (h *Held) Holding() bool {
 // more than once.
 func (h *Held) Release() error {
 	h.mu.Lock()
+	h.lazy = false // a Hold that never opened the store never will
 	s := h.s
 	if s == nil {
 		h.mu.Unlock()

@@ -270,3 +270,90 @@ func TestHeldRelease(t *testing.T) {
 		}
 	}
 }
+
+// A Hold opens the store read-write at its first transaction and keeps
+// everyone else out until Release, then runs each transaction as Files
+// does. It never creates a store by reading and never opens one after
+// Release; a lock it could not take within its timeout is that
+// transaction's error, and the next transaction opens the file for
+// itself.
+func TestHold(t *testing.T) {
+	t.Run("held from the first transaction until Release", func(t *testing.T) {
+		path, s := openPath(t)
+		s.Close()
+		h := store.Hold(store.Files{Path: path})
+		t.Cleanup(func() { h.Release() })
+		if h.Holding() {
+			t.Fatal("a Hold holds the store before its first transaction")
+		}
+		if err := h.View(func(tx *store.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var le *store.LockedError
+		if _, err := store.Open(path, store.Options{Timeout: 50 * time.Millisecond, ReadOnly: true}); !errors.As(err, &le) {
+			t.Fatalf("a read-only open after a Hold's read: %v, want *LockedError", err)
+		}
+		if err := h.Update(func(tx *store.Tx) error { return tx.PutRelease(release("acme.one", "1.0.0")) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Release(); err != nil {
+			t.Fatal(err)
+		}
+		other, err := store.Open(path, store.Options{Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatalf("open after Release: %v", err)
+		}
+		err = other.View(func(tx *store.Tx) error {
+			r, err := tx.Release(digest("acme.one@1.0.0"))
+			if err == nil && r == nil {
+				err = errors.New("missing")
+			}
+			return err
+		})
+		other.Close()
+		if err != nil {
+			t.Fatalf("the held write, read by another opener: %v", err)
+		}
+		if err := h.View(func(*store.Tx) error { return nil }); err != nil || h.Holding() {
+			t.Fatalf("a read after Release: %v, holding %v; want one open per transaction", err, h.Holding())
+		}
+	})
+
+	t.Run("no store is made by reading", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "data", "store.db")
+		h := store.Hold(store.Files{Path: path})
+		t.Cleanup(func() { h.Release() })
+		var got *store.Tx
+		err := h.View(func(tx *store.Tx) error { got = tx; return nil })
+		if err != nil || got != nil || h.Holding() {
+			t.Fatalf("a read of a home with no store: %v (tx %v, holding %v); want a nil Tx", err, got, h.Holding())
+		}
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the read made a store: %v", err)
+		}
+	})
+
+	t.Run("released before its first transaction", func(t *testing.T) {
+		path, s := openPath(t)
+		s.Close()
+		h := store.Hold(store.Files{Path: path})
+		h.Release()
+		if err := h.View(func(*store.Tx) error { return nil }); err != nil || h.Holding() {
+			t.Fatalf("a read after Release: %v, holding %v", err, h.Holding())
+		}
+	})
+
+	t.Run("a lock held elsewhere", func(t *testing.T) {
+		path, s := openPath(t)
+		h := store.Hold(store.Files{Path: path, Timeout: 100 * time.Millisecond})
+		t.Cleanup(func() { h.Release() })
+		var le *store.LockedError
+		if err := h.View(func(*store.Tx) error { return nil }); !errors.As(err, &le) {
+			t.Fatalf("a Hold's first read while another holds the store: %v, want *LockedError", err)
+		}
+		s.Close()
+		if err := h.View(func(*store.Tx) error { return nil }); err != nil || h.Holding() {
+			t.Fatalf("the next read, the store free: %v (holding %v); want one open for it", err, h.Holding())
+		}
+	})
+}
