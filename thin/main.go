@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,14 @@ func Main(name string, args []string) int {
 	if status, ok := version(name, args); ok {
 		return status
 	}
+	// From here the client waits on the daemon and on its one command and
+	// computes next to nothing, so it runs its goroutines on one
+	// processor: with more, the Go scheduler wakes idle threads to look
+	// for work each time a goroutine becomes runnable, and on a 2-core
+	// machine that CPU is taken from rukhd and the command
+	// (docs/benchmarks.md, "Fifth pass"). A core it execs is a new
+	// process, with the default.
+	runtime.GOMAXPROCS(1)
 	if status, ok := Forward(name, args); ok {
 		return status
 	}
