@@ -30,24 +30,8 @@ const gateHang = 15 * time.Second
 // descriptor behind.
 func TestGatedStart(t *testing.T) {
 	home := testhome.TempDir(t)
-	rel := filepath.Join(home, "src")
 	mark := filepath.Join(home, "ran")
-	write(t, filepath.Join(rel, "bin", "mark"), "#!/bin/sh\necho ran >> '"+mark+"'\n"+complete+"\n", 0o755)
-	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.gate","version":"1.0.0","publisher":"test","commands":[
-		{"id":"mark","path":["mark"],"summary":"mark","execute":{"mapping":"managed","program":"bin/mark","result":{"kind":"text"}},"effects":{"class":"none"}}]}`, 0o644)
-	data := filepath.Join(home, "data")
-	a := testhome.InstallPinned(t, data, rel)
-	helper := filepath.Join(home, "rukh-sandbox")
-	if err := sandbox.Build(helper); err != nil {
-		t.Fatal(err)
-	}
-	apply := func(task string) {
-		t.Helper()
-		if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
-			"tasks":{"owner":` + task + `}}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	data, helper, apply := oneScript(t, home, "test.gate", "mark", "echo ran >> '"+mark+"'")
 	resolve := func(core *invoke.Core) *invoke.Target {
 		target, _, err := core.Resolve([]string{"mark"})
 		if err != nil {
@@ -117,6 +101,31 @@ func TestGatedStart(t *testing.T) {
 			t.Errorf("%d pipe descriptors open before, %d after", before, after)
 		}
 	})
+}
+
+// oneScript installs, in home, a release of package pkg with one managed
+// command id (route: id) that runs script and then completes, and builds
+// the helper. It returns the data directory, the helper's path, and a
+// func that applies a profile whose one task (CLI and MCP) is task.
+func oneScript(t *testing.T, home, pkg, id, script string) (data, helper string, apply func(task string)) {
+	t.Helper()
+	rel := filepath.Join(home, "src")
+	write(t, filepath.Join(rel, "bin", id), "#!/bin/sh\n"+script+"\n"+complete+"\n", 0o755)
+	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"`+pkg+`","version":"1.0.0","publisher":"test","commands":[
+		{"id":"`+id+`","path":["`+id+`"],"summary":"`+id+`","execute":{"mapping":"managed","program":"bin/`+id+`","result":{"kind":"text"}},"effects":{"class":"none"}}]}`, 0o644)
+	data = filepath.Join(home, "data")
+	a := testhome.InstallPinned(t, data, rel)
+	helper = filepath.Join(home, "rukh-sandbox")
+	if err := sandbox.Build(helper); err != nil {
+		t.Fatal(err)
+	}
+	return data, helper, func(task string) {
+		t.Helper()
+		if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
+			"tasks":{"owner":` + task + `}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // holdStore takes the store's lock of data exclusively, as an owner

@@ -12,7 +12,6 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/invoke"
 	"github.com/rukh-cli/rukh/internal/core/local"
 	"github.com/rukh-cli/rukh/internal/core/store"
-	"github.com/rukh-cli/rukh/internal/run/sandbox"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -23,25 +22,11 @@ import (
 // call the begin transaction refused.
 func TestHoldStoreLetsGoBeforeTheCommand(t *testing.T) {
 	home := testhome.TempDir(t)
-	data := filepath.Join(home, "data")
-	rel := filepath.Join(home, "src")
 	mark := filepath.Join(home, "lock")
+	lock := filepath.Join(home, "data", "store.db.lock")
 	// The command says whether it could take the store's lock itself.
-	write(t, filepath.Join(rel, "bin", "probe"), "#!/bin/sh\nif flock -n -x '"+filepath.Join(data, "store.db.lock")+"' true; then echo free >> '"+mark+"'; else echo held >> '"+mark+"'; fi\n"+complete+"\n", 0o755)
-	write(t, filepath.Join(rel, "rukh-extension.json"), `{"schema":"rukh.extension/2","package":"test.hold","version":"1.0.0","publisher":"test","commands":[
-		{"id":"probe","path":["probe"],"summary":"probe","execute":{"mapping":"managed","program":"bin/probe","result":{"kind":"text"}},"effects":{"class":"none"}}]}`, 0o644)
-	a := testhome.InstallPinned(t, data, rel)
-	helper := filepath.Join(home, "rukh-sandbox")
-	if err := sandbox.Build(helper); err != nil {
-		t.Fatal(err)
-	}
-	apply := func(task string) {
-		t.Helper()
-		if _, _, err := a.ApplyProfile([]byte(`{"endpointNamespace":"t","cli":{"task":"owner"},"mcp":{"expose":[],"task":"owner"},
-			"tasks":{"owner":` + task + `}}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	data, helper, apply := oneScript(t, home, "test.hold", "probe",
+		"if flock -n -x '"+lock+"' true; then echo free >> '"+mark+"'; else echo held >> '"+mark+"'; fi")
 	locked := func() bool {
 		t.Helper()
 		s, err := store.Open(filepath.Join(data, "store.db"), store.Options{Timeout: 50 * time.Millisecond, ReadOnly: true})
