@@ -548,7 +548,7 @@ func (p *clientProc) status(said int, told, faulted bool) int {
 // command), and ending the watch waits for nothing.
 func watchExit(pidfd *os.File) (<-chan struct{}, func()) {
 	ch := make(chan struct{})
-	f, rc, err := pollablePidfd(pidfd)
+	f, err := pollablePidfd(pidfd)
 	if err != nil {
 		// No copy the poller takes: look now and then instead.
 		stop := make(chan struct{})
@@ -568,13 +568,7 @@ func watchExit(pidfd *os.File) (<-chan struct{}, func()) {
 	}
 	go func() {
 		defer f.Close()
-		looked := false
-		err := rc.Read(func(uintptr) bool { // true once the poller says readable: exited
-			ready := looked
-			looked = true
-			return ready
-		})
-		if err == nil {
+		if spawn.AwaitExit(f) == nil {
 			close(ch)
 		}
 	}()
@@ -584,24 +578,19 @@ func watchExit(pidfd *os.File) (<-chan struct{}, func()) {
 // pollablePidfd is a non-blocking copy of pidfd, in Go's poller. (The
 // flag is the open file's: pidfd and the client's copy get it too, which
 // changes nothing for either: neither is read or waited on.)
-func pollablePidfd(pidfd *os.File) (*os.File, syscall.RawConn, error) {
+func pollablePidfd(pidfd *os.File) (*os.File, error) {
 	fd, err := unix.FcntlInt(pidfd.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		return nil, nil, err
+		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")
 	if err := f.SetReadDeadline(time.Time{}); err != nil { // not in the poller
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, rc, nil
+	return f, nil
 }

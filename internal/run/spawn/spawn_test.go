@@ -2,11 +2,15 @@ package spawn
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestKillOrphans: a command's background child, left behind when the
@@ -49,5 +53,42 @@ func TestKillOrphans(t *testing.T) {
 	}
 	if err := syscall.Kill(orphan, 0); err != syscall.ESRCH {
 		t.Fatalf("kill(%d, 0) after KillOrphans: %v, want ESRCH (killed and reaped)", orphan, err)
+	}
+}
+
+// AwaitExit returns for a process that exited before it was called and
+// whose exit Go's poller had seen already: a read forgets what the poller
+// saw before it began, so only asking the kernel finds that exit (the
+// thin client waits for its command so, long after the command ended).
+func TestAwaitExitOfAnExitedProcess(t *testing.T) {
+	for range 20 {
+		cmd := exec.Command("true")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pidfd := os.NewFile(uintptr(fd), "pidfd")
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+			t.Fatal(err)
+		}
+		// The process has exited; parked on a timer, this goroutine lets
+		// the scheduler poll, and the poller see that exit.
+		<-time.After(time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- AwaitExit(pidfd) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("AwaitExit: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("AwaitExit did not return within 10 s for a process that had exited")
+		}
+		pidfd.Close()
+		cmd.Wait()
 	}
 }
