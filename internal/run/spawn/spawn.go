@@ -166,7 +166,7 @@ func (p *Proc) Wait() int {
 		// sits in wait(2) while the command runs: one in a system call
 		// keeps the runtime's monitor waking every 20-40 µs, CPU taken
 		// from the command (docs/benchmarks.md, "Fifth pass").
-		p.awaitExit()
+		AwaitExit(p.pidfd)
 		go p.unblock(done)
 	}
 	err := p.cmd.Wait()
@@ -179,9 +179,6 @@ func (p *Proc) Wait() int {
 	p.Signal(syscall.SIGKILL)
 	return ExitStatus(err)
 }
-
-// awaitExit returns once the process has exited (AwaitExit).
-func (p *Proc) awaitExit() { AwaitExit(p.pidfd) }
 
 // AwaitExit returns once the process pidfd names has exited, waiting
 // through Go's poller, so that no thread is held: pidfd must have been
@@ -211,7 +208,7 @@ func exitedNow(fd int) bool {
 	}
 }
 
-// unblock, once the process has exited (awaitExit), kills what this
+// unblock, once the process has exited (AwaitExit), kills what this
 // process adopted (KillStrays) now and then until Wait has reported it
 // (done): a process killed while traced is reported to its parent only
 // once its tracer is gone, and a tracer that a command started is one of
