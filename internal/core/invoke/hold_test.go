@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rukh-cli/rukh/internal/core/invoke"
 	"github.com/rukh-cli/rukh/internal/core/local"
-	"github.com/rukh-cli/rukh/internal/core/store"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -27,18 +27,26 @@ func TestHoldStoreLetsGoBeforeTheCommand(t *testing.T) {
 	// The command says whether it could take the store's lock itself.
 	data, helper, apply := oneScript(t, home, "test.hold", "probe",
 		"if flock -n -x '"+lock+"' true; then echo free >> '"+mark+"'; else echo held >> '"+mark+"'; fi")
+	// locked asks without waiting: a probe that waited for the lock (as
+	// store.Open with a timeout does) would, once it gave up, still take
+	// the lock for an instant when the hold lets go — just when the
+	// command looks.
 	locked := func() bool {
 		t.Helper()
-		s, err := store.Open(filepath.Join(data, "store.db"), store.Options{Timeout: 50 * time.Millisecond, ReadOnly: true})
-		var le *store.LockedError
-		if errors.As(err, &le) {
-			return true
-		}
+		f, err := os.Open(lock)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Close()
-		return false
+		defer f.Close()
+		switch err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); {
+		case err == nil:
+			return false
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return true
+		default:
+			t.Fatal(err)
+			return false
+		}
 	}
 	for _, c := range []struct {
 		name, sandbox, task, outcome string // sandbox "": none beside the test
