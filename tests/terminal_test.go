@@ -185,7 +185,7 @@ func testTerminal(t *testing.T, h *testHost) {
 	t.Run("prompts, size, resize, stop and fg", func(t *testing.T) {
 		s, master, wait := shell(t, `"$RUKH" tty all; echo "status=$?"; fg >/dev/null; echo "status=$?"`)
 		at := 0
-		s.expect(t, &at, "isatty=true fg=true devtty=true size=24x80")
+		s.expect(t, &at, "isatty=true,true,true fg=true devtty=true size=24x80")
 		s.expect(t, &at, "line? ")
 		master.WriteString("Ada\n")
 		s.expect(t, &at, "line=Ada")

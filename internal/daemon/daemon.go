@@ -802,11 +802,15 @@ func (s *Server) exec(ctx context.Context, e *wire.Exec, files []*os.File, sp in
 
 // pipeWatch is a client's stream as the daemon writes to it: it notes a
 // write that failed because its reader went away (EPIPE), which the
-// daemon, unlike the CLI in-process, survives.
+// daemon, unlike the CLI in-process, survives. A command is given the
+// file itself (File), as in-process: a terminal stays its terminal, and
+// its output is not copied through the daemon.
 type pipeWatch struct {
-	w      io.Writer
+	w      *os.File
 	broken atomic.Bool
 }
+
+func (p *pipeWatch) File() *os.File { return p.w }
 
 func (p *pipeWatch) Write(b []byte) (int, error) {
 	n, err := p.w.Write(b)

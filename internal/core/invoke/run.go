@@ -84,6 +84,15 @@ var errTwoReports = errors.New("the command sent a second completion report")
 // gave one, else into the diagnostics log as lines, bounded per stream,
 // counting the rest as dropped. It always reads to the end so the child
 // never blocks on a full pipe.
+// fileWriter is a writer over a file that its host watches, as rukhd
+// watches a client's stream for a reader that went away: the command is
+// given the file itself, as a command in-process is given the terminal,
+// and only the host's own writes go through the writer.
+type fileWriter interface {
+	io.Writer
+	File() *os.File
+}
+
 type drain struct {
 	total, dropped atomic.Int64
 	out            io.Writer   // the caller's writer: gets everything
@@ -193,6 +202,9 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		switch w := s.given.(type) {
 		case *os.File:
 			*s.set = w
+			continue
+		case fileWriter:
+			*s.set = w.File()
 			continue
 		case nil:
 			s.d.log = newLineLogger(req.Diagnostics, id, s.tag)

@@ -47,11 +47,15 @@ func main() {
 		fmt.Println("not interrupted")
 		return
 	}
-	_, err := unix.IoctlGetTermios(0, unix.TCGETS)
-	isatty := err == nil
+	// Each standard stream, as a shell started the command: the terminal
+	// itself, never a pipe a host copies from.
+	isatty := func(fd int) bool {
+		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		return err == nil
+	}
 	fg, _ := unix.IoctlGetInt(0, unix.TIOCGPGRP)
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	fmt.Printf("isatty=%v fg=%v devtty=%v size=%s\n", isatty, fg == syscall.Getpgrp(), err == nil, size())
+	fmt.Printf("isatty=%v,%v,%v fg=%v devtty=%v size=%s\n", isatty(0), isatty(1), isatty(2), fg == syscall.Getpgrp(), err == nil, size())
 	if err != nil {
 		os.Exit(1)
 	}
