@@ -72,7 +72,7 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 		p.Signal(syscall.SIGKILL)
 	}
 	go func() {
-		status := exited(p.Pid)
+		status := exited(p)
 		// The daemon is told first: what the command left behind (only
 		// under a helper that was killed itself: a helper that exits
 		// has ended all of it) is killed while the daemon records the
@@ -84,18 +84,30 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 	}()
 }
 
-// exited waits until child pid has exited, without reaping it, and
+// exited waits until the child p has exited, without reaping it, and
 // returns its exit status as a shell reports it (-1 when it cannot be
-// read).
-func exited(pid int) int {
+// read). It waits through Go's poller (Proc.AwaitExit), else in
+// waitid(2): a thread held in a system call for the whole command has
+// the runtime start another one, and keeps its monitor waking every
+// 20-40 µs (docs/benchmarks.md, "Fifth pass").
+func exited(p *spawn.Proc) int {
+	pid := p.Pid
+	flags := unix.WEXITED | unix.WNOWAIT
+	if p.AwaitExit() == nil {
+		flags |= unix.WNOHANG // it has exited: waitid only reads that
+	}
 	var info unix.Siginfo
 	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		err := unix.Waitid(unix.P_PID, pid, &info, flags, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return -1
+		}
+		if flags&unix.WNOHANG != 0 && info.Signo == 0 { // Linux fills in SIGCHLD for a child found
+			flags &^= unix.WNOHANG // none waitable after all: wait for it
+			continue
 		}
 		break
 	}

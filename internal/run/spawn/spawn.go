@@ -180,6 +180,18 @@ func (p *Proc) Wait() int {
 	return ExitStatus(err)
 }
 
+// AwaitExit returns once the command has exited, without reaping it,
+// waiting through Go's poller on the pidfd Start opened in a process that
+// adopts what its commands leave (AdoptOrphans, AdoptStrays), so that no
+// thread is held while it runs. Without that pidfd it returns an error at
+// once: the caller then waits its own way.
+func (p *Proc) AwaitExit() error {
+	if p.pidfd == nil {
+		return errors.New("spawn: no pidfd to wait on")
+	}
+	return AwaitExit(p.pidfd)
+}
+
 // AwaitExit returns once the process pidfd names has exited, waiting
 // through Go's poller, so that no thread is held: pidfd must have been
 // opened non-blocking (os.NewFile then puts it in the poller). It returns

@@ -92,3 +92,38 @@ func TestAwaitExitOfAnExitedProcess(t *testing.T) {
 		cmd.Wait()
 	}
 }
+
+// Proc.AwaitExit, in a host that adopts what its command leaves (as the
+// thin client does), returns once the command has exited and leaves it
+// unreaped: a zombie waitid still finds, and Wait then reaps with its
+// status. A Proc without a pidfd says so at once, waiting for nothing.
+func TestProcAwaitExit(t *testing.T) {
+	if err := AdoptOrphans(); err != nil {
+		t.Fatalf("PR_SET_CHILD_SUBREAPER: %v", err)
+	}
+	p, err := Start(exec.Command("sh", "-c", "exit 3"), Job{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.AwaitExit() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("AwaitExit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		p.Kill()
+		t.Fatal("AwaitExit did not return within 10 s of a command that exits at once")
+	}
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil); err != nil || info.Signo != int32(syscall.SIGCHLD) {
+		t.Fatalf("waitid after AwaitExit: %v, signo %d: want the exited command, not yet reaped", err, info.Signo)
+	}
+	if st := p.Wait(); st != 3 {
+		t.Fatalf("Wait = %d, want 3", st)
+	}
+	if err := (&Proc{Pid: p.Pid}).AwaitExit(); err == nil {
+		t.Fatal("AwaitExit without a pidfd returned nil; want an error at once")
+	}
+}
