@@ -60,6 +60,9 @@ deb:
 # Each fuzz target for FUZZTIME (go test fuzzes one target at a time).
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./internal/release/descriptor/
+	$(GO) test -run='^$$' -fuzz='^FuzzNames$$' -fuzztime=$(FUZZTIME) ./internal/release/descriptor/
+	$(GO) test -run='^$$' -fuzz='^FuzzTaskName$$' -fuzztime=$(FUZZTIME) ./internal/core/profile/
+	$(GO) test -run='^$$' -fuzz='^FuzzDigest$$' -fuzztime=$(FUZZTIME) ./internal/core/projection/
 	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./internal/release/resultschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateResult$$' -fuzztime=$(FUZZTIME) ./internal/release/resultschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzArguments$$' -fuzztime=$(FUZZTIME) ./internal/release/values/

@@ -14,12 +14,10 @@ import (
 	"net/url"
 	"path"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gowebpki/jcs"
@@ -415,10 +413,14 @@ func memberNames(sh shape) []string {
 	return names
 }
 
-var (
-	reNamespace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
-	reTask      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]*$`) })
-)
+// isTaskName: ^[a-z][a-z0-9-]*$ (profile_test.go fuzzes it against that
+// expression).
+func isTaskName(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	return !strings.ContainsFunc(s, func(r rune) bool { return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-') })
+}
 
 // Validate checks the profile on its own.
 func (p *Profile) Validate() error {
@@ -429,7 +431,7 @@ func (p *Profile) Validate() error {
 	switch {
 	case p.EndpointNamespace == "":
 		add("/endpointNamespace", "missing: every profile names its endpoint namespace (e.g. \"team\"), part of every tool name; see docs/owner.md, \"Profile\"")
-	case len(p.EndpointNamespace) > MaxNamespaceSize || !reNamespace().MatchString(p.EndpointNamespace):
+	case len(p.EndpointNamespace) > MaxNamespaceSize || !descriptor.Words(p.EndpointNamespace):
 		add("/endpointNamespace", "%q is not a namespace: lowercase letters and digits joined by \"-\", at most %d characters", p.EndpointNamespace, MaxNamespaceSize)
 	}
 	if len(p.Tasks) > MaxTasks {
@@ -479,7 +481,7 @@ func (p *Profile) Validate() error {
 	for _, name := range sortedKeys(p.Tasks) {
 		t := p.Tasks[name]
 		at := strictjson.Pointer("tasks", name)
-		if !reTask().MatchString(name) {
+		if !isTaskName(name) {
 			add(at, "task name %q: use lowercase letters, digits and \"-\", starting with a letter", name)
 		}
 		if len(t.Commands) > MaxPatterns {

@@ -16,11 +16,9 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/rukh-cli/rukh/internal/core/profile"
@@ -105,9 +103,11 @@ type NotExposed struct {
 	Reason   string `json:"reason"`
 }
 
-var (
-	reDigest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
-)
+// isDigest: ^sha256:[0-9a-f]{64}$
+func isDigest(s string) bool {
+	hex, ok := strings.CutPrefix(s, "sha256:")
+	return ok && len(hex) == 64 && !strings.ContainsFunc(hex, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') })
+}
 
 // Build derives the projection of in. It returns every problem found, in
 // a fixed order (input, packages, routes, exposure, names), and a nil
@@ -188,7 +188,7 @@ func (b *builder) collectPackages() {
 			continue
 		}
 		ok := true
-		if !reDigest().MatchString(pk.Digest) {
+		if !isDigest(pk.Digest) {
 			b.add(CodePackageInvalid, d.Package, "release digest %q is not \"sha256:\" and 64 lowercase hex digits", pk.Digest)
 			ok = false
 		}

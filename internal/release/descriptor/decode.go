@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -36,24 +34,6 @@ const (
 	MaxArgLength   = 4096 // bytes
 	MaxResource    = 256  // bytes
 	MaxCount       = 1 << 20
-)
-
-var (
-	rePackage   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9-]+)*$`) })
-	rePublisher = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+([.-][a-z0-9]+)*$`) })
-	reCommandID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`) })
-	rePathWord  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
-	reInputID   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
-	reFlag      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`) })
-	reShort     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z]$`) })
-	reAction    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$`) })
-	rePlacehold = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([^{}]*)\}`) })
-	// Semantic Versioning 2.0.0.
-	reSemver = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
-			`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
-			`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
-	})
 )
 
 // Decode parses and validates a descriptor. On failure the error is an
@@ -96,14 +76,14 @@ func decodeRoot(p *problems, root *strictjson.Value) *Descriptor {
 		return nil
 	}
 	d := &Descriptor{Schema: schema}
-	d.Package = name(o, "package", rePackage(), CodeInvalidPackage, `lowercase words of [a-z0-9-] joined by dots, like "acme.deploy"`)
+	d.Package = name(o, "package", isPackage, CodeInvalidPackage, `lowercase words of [a-z0-9-] joined by dots, like "acme.deploy"`)
 	if v, ok := o.str("version", true); ok {
-		if len(v) > MaxNameLength || !reSemver().MatchString(v) {
+		if len(v) > MaxNameLength || !isSemver(v) {
 			p.add(CodeInvalidVersion, "/version", "%q is not a semantic version like 1.4.0", v)
 		}
 		d.Version = v
 	}
-	d.Publisher = name(o, "publisher", rePublisher(), CodeInvalidPublisher, `lowercase letters and digits joined by "-" or ".", like "acme"`)
+	d.Publisher = name(o, "publisher", isPublisher, CodeInvalidPublisher, `lowercase letters and digits joined by "-" or ".", like "acme"`)
 	d.Description, _ = text(o, "description", MaxDescription, true, false)
 	if cmds := o.array("commands", true); cmds != nil {
 		switch {
@@ -132,12 +112,12 @@ func decodeRoot(p *problems, root *strictjson.Value) *Descriptor {
 }
 
 // name reads a required identifier member checked against re.
-func name(o *object, member string, re *regexp.Regexp, code Code, grammar string) string {
+func name(o *object, member string, valid func(string) bool, code Code, grammar string) string {
 	s, ok := o.str(member, true)
 	if !ok {
 		return ""
 	}
-	if len(s) > MaxNameLength || !re.MatchString(s) {
+	if len(s) > MaxNameLength || !valid(s) {
 		o.p.add(code, o.at(member), "%q is not a valid %s: use %s, at most %d characters", s, member, grammar, MaxNameLength)
 	}
 	return s
@@ -169,7 +149,7 @@ func decodeCommand(p *problems, d *Descriptor, v *strictjson.Value, at string) *
 		return nil
 	}
 	c := &Command{}
-	c.ID = name(o, "id", reCommandID(), CodeInvalidCommandID, `lowercase letters and digits joined by "-", starting with a letter`)
+	c.ID = name(o, "id", isCommandID, CodeInvalidCommandID, `lowercase letters and digits joined by "-", starting with a letter`)
 	c.Identity = d.Package + "/" + c.ID
 	c.Path = routeWords(o, "path", true)
 	if al := o.array("aliases", false); al != nil {
@@ -263,7 +243,7 @@ func words(p *problems, v *strictjson.Value, at string) []string {
 			p.add(CodeWrongType, wat, "a route word must be a string, not %s", w.Kind)
 			return nil
 		}
-		if len(w.Text) > MaxNameLength || !rePathWord().MatchString(w.Text) {
+		if len(w.Text) > MaxNameLength || !Words(w.Text) {
 			p.add(CodeInvalidPathWord, wat, "%q is not a valid route word: use lowercase letters and digits joined by \"-\"", w.Text)
 			return nil
 		}
@@ -433,7 +413,7 @@ func decodeAccess(p *problems, o *object, inputs []Input) []Access {
 		}
 		var a Access
 		if s, ok := ao.str("action", true); ok {
-			if len(s) > MaxNameLength || !reAction().MatchString(s) {
+			if len(s) > MaxNameLength || !isAction(s) {
 				p.add(CodeInvalidAccess, ao.at("action"), "action %q is not lowercase words joined by dots, like \"deploy.read\"", s)
 			}
 			a.Action = s
@@ -442,9 +422,9 @@ func decodeAccess(p *problems, o *object, inputs []Input) []Access {
 			if len(s) > MaxResource {
 				p.add(CodeInvalidAccess, ao.at("resource"), "resource is longer than %d bytes", MaxResource)
 			}
-			for _, m := range rePlacehold().FindAllStringSubmatch(s, -1) {
-				if !slices.ContainsFunc(inputs, func(in Input) bool { return in.ID == m[1] }) {
-					p.add(CodeInvalidAccess, ao.at("resource"), "placeholder {%s} names no declared input", m[1])
+			for _, ph := range placeholders(s) {
+				if !slices.ContainsFunc(inputs, func(in Input) bool { return in.ID == ph }) {
+					p.add(CodeInvalidAccess, ao.at("resource"), "placeholder {%s} names no declared input", ph)
 				}
 			}
 			a.Resource = s

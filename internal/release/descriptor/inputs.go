@@ -52,11 +52,11 @@ func decodeInput(p *problems, v *strictjson.Value, at string) (Input, bool) {
 	}
 	defer o.finish()
 	n := len(p.errs)
-	in.ID = name(o, "id", reInputID(), CodeInvalidInputID, `lowercase letters, digits and "_", starting with a letter`)
+	in.ID = name(o, "id", isInputID, CodeInvalidInputID, `lowercase letters, digits and "_", starting with a letter`)
 	description, _ := text(o, "description", MaxDescription, true, false)
 
 	flag, hasFlag := o.str("flag", false)
-	if hasFlag && (len(flag) > MaxNameLength || !reFlag().MatchString(flag)) {
+	if hasFlag && (len(flag) > MaxNameLength || !isCommandID(flag)) {
 		p.add(CodeInvalidFlag, o.at("flag"), "flag %q is not lowercase letters and digits joined by \"-\"", flag)
 	}
 	if pv := o.get("positional", false); pv != nil {
@@ -79,7 +79,7 @@ func decodeInput(p *problems, v *strictjson.Value, at string) (Input, bool) {
 	}
 	if s, ok := o.str("short", false); ok {
 		switch {
-		case !reShort().MatchString(s):
+		case !isShort(s):
 			p.add(CodeInvalidFlag, o.at("short"), "short flag %q must be one ASCII letter", s)
 		case s == "h":
 			p.add(CodeInvalidFlag, o.at("short"), "-h is reserved for help; choose another letter")

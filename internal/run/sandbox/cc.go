@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sync"
 )
 
 // CompilerError is a helper that could not be built for want of a C
@@ -32,12 +33,16 @@ func (e *CompilerError) Unwrap() error { return e.Err }
 // missingHeader finds, in a compiler's output, a kernel header it could
 // not find: gcc's "fatal error: linux/audit.h: No such file or
 // directory", clang's "fatal error: 'linux/audit.h' file not found".
-var missingHeader = regexp.MustCompile(`fatal error: '?((?:linux|asm|asm-generic)/[\w./-]+\.h)'?:? (?:No such file or directory|file not found)`)
+// Compiled on first use: a binary that links this package but never
+// compiles the helper does not pay for it at every start.
+var missingHeader = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`fatal error: '?((?:linux|asm|asm-generic)/[\w./-]+\.h)'?:? (?:No such file or directory|file not found)`)
+})
 
 // compilerError is the CompilerError that out, a failed compile's
 // output, shows, or nil.
 func compilerError(dst, cc string, out []byte, err error) error {
-	m := missingHeader.FindSubmatch(out)
+	m := missingHeader().FindSubmatch(out)
 	if m == nil {
 		return nil
 	}
