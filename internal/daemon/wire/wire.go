@@ -26,11 +26,14 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/fxamacker/cbor/v2"
@@ -516,6 +519,89 @@ var (
 		return m
 	})
 )
+
+// A Msg is encoded and decoded member by member (MarshalCBOR,
+// UnmarshalCBOR): the codec then learns only the types a process sends
+// and receives, not all of Msg's members and theirs at the first frame.
+// That first frame is on the path of every thin client's call: its
+// hello took 0.13-0.17 ms to encode, most of it the codec walking
+// every member type (docs/benchmarks.md, "Seventh pass"). The bytes are
+// the same as the codec's own for the struct (TestMsgCodec, FuzzMsgCodec).
+
+// msgMember is one field of Msg: its index and its CBOR key, encoded.
+type msgMember struct {
+	index int
+	key   []byte
+}
+
+var msgMembers = sync.OnceValues(func() (inOrder []msgMember, byKey map[string]int) {
+	t := reflect.TypeFor[Msg]()
+	byKey = map[string]int{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("cbor"), ",")
+		key, err := encMode().Marshal(name)
+		if err != nil {
+			panic(err)
+		}
+		inOrder = append(inOrder, msgMember{i, key})
+		byKey[name] = i
+	}
+	// Core deterministic order, as cbor.SortCoreDeterministic sorts a
+	// struct's keys: by their encoded bytes.
+	slices.SortFunc(inOrder, func(a, b msgMember) int { return bytes.Compare(a.key, b.key) })
+	return inOrder, byKey
+})
+
+// MarshalCBOR encodes m as the codec would encode the struct: a map of
+// its set members (omitempty), in core deterministic order.
+func (m *Msg) MarshalCBOR() ([]byte, error) {
+	inOrder, _ := msgMembers()
+	v := reflect.ValueOf(m).Elem()
+	var set []msgMember
+	for _, f := range inOrder {
+		if !v.Field(f.index).IsZero() {
+			set = append(set, f)
+		}
+	}
+	buf := []byte{0xa0 | byte(len(set))} // a map of fewer than 24 pairs
+	if len(set) >= 24 {
+		buf = []byte{0xb8, byte(len(set))}
+	}
+	for _, f := range set {
+		val, err := encMode().Marshal(v.Field(f.index).Interface())
+		if err != nil {
+			return nil, err
+		}
+		buf = append(append(buf, f.key...), val...)
+	}
+	return buf, nil
+}
+
+// UnmarshalCBOR decodes a map of members into m, each member with the
+// frame's strict options; the codec has checked the whole frame's
+// nesting, lengths and tags before it calls this. A key that names no
+// member is an error, as for the struct.
+func (m *Msg) UnmarshalCBOR(data []byte) error {
+	var raw map[string]cbor.RawMessage
+	if err := decMode().Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	_, byKey := msgMembers()
+	*m = Msg{}
+	v := reflect.ValueOf(m).Elem()
+	for key, val := range raw {
+		i, ok := byKey[key]
+		if !ok {
+			return fmt.Errorf("cbor: unknown field %q", key)
+		}
+		p := reflect.New(v.Field(i).Type())
+		if err := decMode().Unmarshal(val, p.Interface()); err != nil {
+			return err
+		}
+		v.Field(i).Set(p.Elem())
+	}
+	return nil
+}
 
 // ErrFrame is wrapped by every error about a frame's bytes.
 var ErrFrame = errors.New("bad frame")

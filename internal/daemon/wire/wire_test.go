@@ -493,3 +493,71 @@ func FuzzReceive(f *testing.F) {
 		t.Fatal("Receive kept returning messages past the end of the stream")
 	})
 }
+
+// plainMsg is Msg without its codec methods: what the CBOR codec makes of
+// the struct itself, which Msg's own encoding must equal.
+type plainMsg Msg
+
+// Msg's member-by-member codec gives the bytes the codec gives the
+// struct, for every member alone, with an ID, and with two members (which
+// Decode refuses, but Encode must still say truly).
+func TestMsgCodec(t *testing.T) {
+	var msgs []*Msg
+	typ := reflect.TypeFor[Msg]()
+	for i := 1; i < typ.NumField(); i++ {
+		m := &Msg{}
+		reflect.ValueOf(m).Elem().Field(i).Set(reflect.New(typ.Field(i).Type.Elem()))
+		msgs = append(msgs, m)
+	}
+	msgs = append(msgs,
+		&Msg{ID: 7, Hello: &Hello{Protocol: 1, Build: "b", Name: "rukh", PID: 3}},
+		&Msg{Exec: &Exec{Args: []string{"a", "é"}, Dir: "/", Env: []string{"X=1"}}},
+		&Msg{Status: &Status{}, Stop: &Stop{}},
+		&Msg{Spawn: &Spawn{Path: "/p", Args: []string{"/p"}, Dir: "/", Files: 4, Session: true, Ticket: 1 << 60}},
+		&Msg{CallTool: &CallTool{Task: "t", Name: "n", Arguments: []byte(`{"a":1}`)}},
+	)
+	for _, m := range msgs {
+		got, err := m.MarshalCBOR()
+		if err != nil {
+			t.Fatalf("MarshalCBOR(%+v): %v", m, err)
+		}
+		want, err := encMode().Marshal((*plainMsg)(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%+v encodes as %x; the struct codec gives %x", m, got, want)
+		}
+		checkMsgDecoding(t, want)
+	}
+}
+
+// Any body decodes into Msg as into the struct itself: the same error or
+// none, the same message.
+func FuzzMsgCodec(f *testing.F) {
+	for _, m := range []*Msg{
+		{Hello: &Hello{Protocol: 1, Build: "b", Name: "rukh"}},
+		{ID: 1, Exited: &Exited{Status: 1}},
+		{Status: &Status{}, Stop: &Stop{}},
+	} {
+		buf, _ := Encode(nil, m)
+		f.Add(buf[4:])
+	}
+	for _, body := range [][]byte{{0xa0}, {0x01}, {0xa1, 0x64, 'n', 'o', 'p', 'e', 0xa0}, {0xa1, 0x65, 'h', 'e', 'l', 'l', 'o', 0xf6}, {0xa1, 0x01, 0xa0}} {
+		f.Add(body)
+	}
+	f.Fuzz(checkMsgDecoding)
+}
+
+func checkMsgDecoding(t *testing.T, body []byte) {
+	var m Msg
+	var p plainMsg
+	err := decMode().Unmarshal(body, &m)
+	perr := decMode().Unmarshal(body, &p)
+	if (err == nil) != (perr == nil) {
+		t.Fatalf("%x: Msg's decoding says %v, the struct codec %v", body, err, perr)
+	}
+	if err == nil && !reflect.DeepEqual(m, Msg(p)) {
+		t.Fatalf("%x: Msg's decoding gives %+v, the struct codec %+v", body, m, p)
+	}
+}
