@@ -6,7 +6,6 @@
 package profile
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -328,12 +327,8 @@ func Parse(data []byte) (*Profile, error) {
 	if errs := checkTypes(root, "", reflect.TypeFor[Profile](), ""); len(errs) > 0 {
 		return nil, errs
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var p Profile
-	if err := dec.Decode(&p); err != nil {
-		return nil, Errors{{Message: strings.TrimPrefix(err.Error(), "json: ")}}
-	}
+	fill(root, data, reflect.ValueOf(&p).Elem())
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

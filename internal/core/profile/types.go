@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -74,6 +75,50 @@ func checkTypes(v *strictjson.Value, at string, t reflect.Type, field string) Er
 }
 
 var rawMessage = reflect.TypeFor[json.RawMessage]()
+
+// fill sets rv, of the type checkTypes checked v against, from v: what
+// encoding/json would decode data (v's input) into, for a profile that
+// checkShape and checkTypes passed, without encoding/json's first use of
+// the Profile type, which was half the cost of a one-shot call's Parse
+// (docs/benchmarks.md, "Seventh pass"). FuzzParse compares the two.
+func fill(v *strictjson.Value, data []byte, rv reflect.Value) {
+	t := rv.Type()
+	if t == rawMessage {
+		rv.SetBytes(bytes.Clone(data[v.Start:v.End]))
+		return
+	}
+	if t.Kind() == reflect.Pointer {
+		rv.Set(reflect.New(t.Elem()))
+		rv = rv.Elem()
+	}
+	switch rv.Kind() {
+	case reflect.String:
+		rv.SetString(v.Text)
+	case reflect.Bool:
+		rv.SetBool(v.Bool)
+	case reflect.Int, reflect.Int64:
+		n, _ := strconv.ParseInt(v.Text, 10, rv.Type().Bits()) // checked
+		rv.SetInt(n)
+	case reflect.Slice:
+		rv.Set(reflect.MakeSlice(rv.Type(), len(v.Items), len(v.Items)))
+		for i, it := range v.Items {
+			fill(it, data, rv.Index(i))
+		}
+	case reflect.Map:
+		rv.Set(reflect.MakeMapWithSize(rv.Type(), len(v.Members)))
+		for _, m := range v.Members {
+			e := reflect.New(rv.Type().Elem()).Elem()
+			fill(m.Value, data, e)
+			rv.SetMapIndex(reflect.ValueOf(m.Name), e)
+		}
+	case reflect.Struct:
+		for _, m := range v.Members {
+			if f, ok := fieldByJSONName(rv.Type(), m.Name); ok {
+				fill(m.Value, data, rv.FieldByIndex(f.Index))
+			}
+		}
+	}
+}
 
 // fieldByJSONName is the field of struct t that the member name decodes
 // into (names are exact: checkShape refused any other spelling).
