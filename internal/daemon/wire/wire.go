@@ -577,30 +577,70 @@ func (m *Msg) MarshalCBOR() ([]byte, error) {
 	return buf, nil
 }
 
-// UnmarshalCBOR decodes a map of members into m, each member with the
-// frame's strict options; the codec has checked the whole frame's
-// nesting, lengths and tags before it calls this. A key that names no
-// member is an error, as for the struct.
+// UnmarshalCBOR decodes a map of members into m, each member's value
+// straight into its field, with the frame's strict options; the codec has
+// checked the whole frame's nesting, lengths and tags before it calls
+// this. A key that names no member, or names one twice, is an error, as
+// for the struct.
 func (m *Msg) UnmarshalCBOR(data []byte) error {
-	var raw map[string]cbor.RawMessage
-	if err := decMode().Unmarshal(data, &raw); err != nil {
+	*m = Msg{}
+	if len(data) == 1 && (data[0] == 0xf6 || data[0] == 0xf7) {
+		return nil // null or undefined: no member, as for the struct
+	}
+	n, rest, err := mapHead(data)
+	if err != nil {
 		return err
 	}
 	_, byKey := msgMembers()
-	*m = Msg{}
 	v := reflect.ValueOf(m).Elem()
-	for key, val := range raw {
-		i, ok := byKey[key]
-		if !ok {
-			return fmt.Errorf("cbor: unknown field %q", key)
+	seen := make([]bool, v.NumField())
+	for range n {
+		if len(rest) == 0 || rest[0]>>5 != 3 {
+			return errors.New("cbor: a member's key is not a text string")
 		}
-		p := reflect.New(v.Field(i).Type())
-		if err := decMode().Unmarshal(val, p.Interface()); err != nil {
+		var key string
+		if rest, err = decMode().UnmarshalFirst(rest, &key); err != nil {
 			return err
 		}
-		v.Field(i).Set(p.Elem())
+		i, ok := byKey[key]
+		switch {
+		case !ok:
+			return fmt.Errorf("cbor: unknown field %q", key)
+		case seen[i]:
+			return fmt.Errorf("cbor: found duplicate map key %q", key)
+		}
+		seen[i] = true
+		if rest, err = decMode().UnmarshalFirst(rest, v.Field(i).Addr().Interface()); err != nil {
+			return err
+		}
+	}
+	if len(rest) > 0 {
+		return errors.New("cbor: extraneous data after the map")
 	}
 	return nil
+}
+
+// mapHead reads the head of a definite-length CBOR map: its number of
+// pairs and what follows.
+func mapHead(data []byte) (n uint64, rest []byte, err error) {
+	if len(data) == 0 || data[0]>>5 != 5 {
+		return 0, nil, &cbor.UnmarshalTypeError{CBORType: "not a map", GoType: "wire.Msg"}
+	}
+	info, rest := data[0]&0x1f, data[1:]
+	switch {
+	case info < 24:
+		return uint64(info), rest, nil
+	case info <= 27:
+		size := 1 << (info - 24)
+		if len(rest) < size {
+			return 0, nil, io.ErrUnexpectedEOF
+		}
+		for _, b := range rest[:size] {
+			n = n<<8 | uint64(b)
+		}
+		return n, rest[size:], nil
+	}
+	return 0, nil, errors.New("cbor: an indefinite-length map")
 }
 
 // ErrFrame is wrapped by every error about a frame's bytes.
