@@ -539,11 +539,11 @@ var msgMembers = sync.OnceValues(func() (inOrder []msgMember, byKey map[string]i
 	byKey = map[string]int{}
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("cbor"), ",")
-		key, err := encMode().Marshal(name)
-		if err != nil {
-			panic(err)
+		if len(name) >= 24 {
+			panic("wire: a member's key takes one byte of length: " + name)
 		}
-		inOrder = append(inOrder, msgMember{i, key})
+		// A text string of fewer than 24 bytes: its head, then its bytes.
+		inOrder = append(inOrder, msgMember{i, append([]byte{0x60 | byte(len(name))}, name...)})
 		byKey[name] = i
 	}
 	// Core deterministic order, as cbor.SortCoreDeterministic sorts a
