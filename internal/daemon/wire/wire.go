@@ -577,11 +577,12 @@ func (m *Msg) MarshalCBOR() ([]byte, error) {
 	return buf, nil
 }
 
-// UnmarshalCBOR decodes a map of members into m, each member's value
-// straight into its field, with the frame's strict options; the codec has
-// checked the whole frame's nesting, lengths and tags before it calls
-// this. A key that names no member, or names one twice, is an error, as
-// for the struct.
+// UnmarshalCBOR decodes a map of members into m, each member's key and
+// value straight into its field with the frame's strict options (one
+// level of nesting fewer: the map is the first), so that each byte of a
+// frame is checked once: Decode calls it directly. A key that is not
+// text, names no member or names one twice is an error, as for the
+// struct; so is anything after the map.
 func (m *Msg) UnmarshalCBOR(data []byte) error {
 	*m = Msg{}
 	if len(data) == 1 && (data[0] == 0xf6 || data[0] == 0xf7) {
@@ -595,11 +596,14 @@ func (m *Msg) UnmarshalCBOR(data []byte) error {
 	v := reflect.ValueOf(m).Elem()
 	seen := make([]bool, v.NumField())
 	for range n {
-		if len(rest) == 0 || rest[0]>>5 != 3 {
+		switch {
+		case len(rest) == 0:
+			return io.ErrUnexpectedEOF
+		case rest[0]>>5 != 3:
 			return errors.New("cbor: a member's key is not a text string")
 		}
 		var key string
-		if rest, err = decMode().UnmarshalFirst(rest, &key); err != nil {
+		if rest, err = memberDecMode().UnmarshalFirst(rest, &key); err != nil {
 			return err
 		}
 		i, ok := byKey[key]
@@ -610,12 +614,15 @@ func (m *Msg) UnmarshalCBOR(data []byte) error {
 			return fmt.Errorf("cbor: found duplicate map key %q", key)
 		}
 		seen[i] = true
-		if rest, err = decMode().UnmarshalFirst(rest, v.Field(i).Addr().Interface()); err != nil {
+		if len(rest) == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		if rest, err = memberDecMode().UnmarshalFirst(rest, v.Field(i).Addr().Interface()); err != nil {
 			return err
 		}
 	}
 	if len(rest) > 0 {
-		return errors.New("cbor: extraneous data after the map")
+		return fmt.Errorf("cbor: %d bytes of extraneous data starting at index %d", len(rest), len(data)-len(rest))
 	}
 	return nil
 }
@@ -623,13 +630,19 @@ func (m *Msg) UnmarshalCBOR(data []byte) error {
 // mapHead reads the head of a definite-length CBOR map: its number of
 // pairs and what follows.
 func mapHead(data []byte) (n uint64, rest []byte, err error) {
-	if len(data) == 0 || data[0]>>5 != 5 {
-		return 0, nil, &cbor.UnmarshalTypeError{CBORType: "not a map", GoType: "wire.Msg"}
+	if len(data) == 0 {
+		return 0, nil, io.EOF
 	}
-	info, rest := data[0]&0x1f, data[1:]
+	major, info, rest := data[0]>>5, data[0]&0x1f, data[1:]
 	switch {
+	case major == 6:
+		return 0, nil, errors.New("cbor: CBOR tag isn't allowed")
+	case major != 5:
+		return 0, nil, &cbor.UnmarshalTypeError{CBORType: "not a map", GoType: "wire.Msg"}
+	case info == 31:
+		return 0, nil, errors.New("cbor: indefinite-length map isn't allowed")
 	case info < 24:
-		return uint64(info), rest, nil
+		n = uint64(info)
 	case info <= 27:
 		size := 1 << (info - 24)
 		if len(rest) < size {
@@ -638,10 +651,27 @@ func mapHead(data []byte) (n uint64, rest []byte, err error) {
 		for _, b := range rest[:size] {
 			n = n<<8 | uint64(b)
 		}
-		return n, rest[size:], nil
+		rest = rest[size:]
+	default:
+		return 0, nil, errors.New("cbor: invalid additional information in a map's head")
 	}
-	return 0, nil, errors.New("cbor: an indefinite-length map")
+	if n > MaxElements {
+		return 0, nil, fmt.Errorf("cbor: exceeded max number of key-value pairs %d for CBOR map", MaxElements)
+	}
+	return n, rest, nil
 }
+
+// memberDecMode decodes a member of a frame: decMode with one level of
+// nesting fewer, the frame's map being the first.
+var memberDecMode = sync.OnceValue(func() cbor.DecMode {
+	o := decMode().DecOptions()
+	o.MaxNestedLevels--
+	m, err := o.DecMode()
+	if err != nil {
+		panic(err)
+	}
+	return m
+})
 
 // ErrFrame is wrapped by every error about a frame's bytes.
 var ErrFrame = errors.New("bad frame")
@@ -662,7 +692,7 @@ func Encode(buf []byte, m *Msg) ([]byte, error) {
 // Decode decodes one frame body (without its length prefix) strictly.
 func Decode(body []byte) (*Msg, error) {
 	var m Msg
-	if err := decMode().Unmarshal(body, &m); err != nil {
+	if err := m.UnmarshalCBOR(body); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFrame, err)
 	}
 	if n := m.members(); n != 1 {

@@ -549,15 +549,23 @@ func FuzzMsgCodec(f *testing.F) {
 	f.Fuzz(checkMsgDecoding)
 }
 
+// checkMsgDecoding decodes body as Decode does (UnmarshalCBOR on its
+// own) and through the codec (which checks the whole body first), and
+// compares both with the struct codec's decoding.
 func checkMsgDecoding(t *testing.T, body []byte) {
-	var m Msg
 	var p plainMsg
-	err := decMode().Unmarshal(body, &m)
 	perr := decMode().Unmarshal(body, &p)
-	if (err == nil) != (perr == nil) {
-		t.Fatalf("%x: Msg's decoding says %v, the struct codec %v", body, err, perr)
-	}
-	if err == nil && !reflect.DeepEqual(m, Msg(p)) {
-		t.Fatalf("%x: Msg's decoding gives %+v, the struct codec %+v", body, m, p)
+	for how, decode := range map[string]func(*Msg) error{
+		"Decode's":    func(m *Msg) error { return m.UnmarshalCBOR(body) },
+		"the codec's": func(m *Msg) error { return decMode().Unmarshal(body, m) },
+	} {
+		var m Msg
+		err := decode(&m)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("%x: %s decoding of Msg says %v, the struct codec %v", body, how, err, perr)
+		}
+		if err == nil && !reflect.DeepEqual(m, Msg(p)) {
+			t.Fatalf("%x: %s decoding of Msg gives %+v, the struct codec %+v", body, how, m, p)
+		}
 	}
 }
