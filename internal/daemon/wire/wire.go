@@ -554,27 +554,45 @@ var msgMembers = sync.OnceValues(func() (inOrder []msgMember, byKey map[string]i
 
 // MarshalCBOR encodes m as the codec would encode the struct: a map of
 // its set members (omitempty), in core deterministic order.
-func (m *Msg) MarshalCBOR() ([]byte, error) {
+func (m *Msg) MarshalCBOR() ([]byte, error) { return appendMsg(nil, m) }
+
+// appendMsg appends m's encoding (MarshalCBOR) to buf, each member's
+// value written by the codec straight after its key.
+func appendMsg(buf []byte, m *Msg) ([]byte, error) {
 	inOrder, _ := msgMembers()
 	v := reflect.ValueOf(m).Elem()
-	var set []msgMember
+	n := 0
 	for _, f := range inOrder {
 		if !v.Field(f.index).IsZero() {
-			set = append(set, f)
+			n++
 		}
 	}
-	buf := []byte{0xa0 | byte(len(set))} // a map of fewer than 24 pairs
-	if len(set) >= 24 {
-		buf = []byte{0xb8, byte(len(set))}
+	if n < 24 { // a map's head: its number of pairs, Msg has fewer than 256 fields
+		buf = append(buf, 0xa0|byte(n))
+	} else {
+		buf = append(buf, 0xb8, byte(n))
 	}
-	for _, f := range set {
-		val, err := encMode().Marshal(v.Field(f.index).Interface())
-		if err != nil {
-			return nil, err
+	w := &appender{buf}
+	enc := encMode().NewEncoder(w)
+	for _, f := range inOrder {
+		fv := v.Field(f.index)
+		if fv.IsZero() {
+			continue
 		}
-		buf = append(append(buf, f.key...), val...)
+		w.b = append(w.b, f.key...)
+		if err := enc.Encode(fv.Interface()); err != nil {
+			return buf, err
+		}
 	}
-	return buf, nil
+	return w.b, nil
+}
+
+// appender is an io.Writer that appends to b.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 // UnmarshalCBOR decodes a map of members into m, each member's key and
@@ -678,15 +696,17 @@ var ErrFrame = errors.New("bad frame")
 
 // Encode appends m's frame to buf.
 func Encode(buf []byte, m *Msg) ([]byte, error) {
-	body, err := encMode().Marshal(m)
+	start := len(buf)
+	out, err := appendMsg(append(buf, 0, 0, 0, 0), m) // the length, once known
 	if err != nil {
-		return buf, err
+		return buf[:start], err
 	}
-	if len(body) > MaxFrame {
-		return buf, fmt.Errorf("%w: %d bytes, more than %d", ErrFrame, len(body), MaxFrame)
+	n := len(out) - start - 4
+	if n > MaxFrame {
+		return buf[:start], fmt.Errorf("%w: %d bytes, more than %d", ErrFrame, n, MaxFrame)
 	}
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(body)))
-	return append(buf, body...), nil
+	binary.BigEndian.PutUint32(out[start:], uint32(n))
+	return out, nil
 }
 
 // Decode decodes one frame body (without its length prefix) strictly.
