@@ -524,9 +524,10 @@ var (
 // UnmarshalCBOR): the codec then learns only the types a process sends
 // and receives, not all of Msg's members and theirs at the first frame.
 // That first frame is on the path of every thin client's call: its
-// hello took 0.13-0.17 ms to encode, most of it the codec walking
+// hello took 0.13-0.17 ms to encode, about half of it the codec walking
 // every member type (docs/benchmarks.md, "Seventh pass"). The bytes are
-// the same as the codec's own for the struct (TestMsgCodec, FuzzMsgCodec).
+// the same as the codec's own for the struct (TestMsgCodec), and so is
+// what a body decodes to (FuzzMsgCodec).
 
 // msgMember is one field of Msg: its index and its CBOR key, encoded.
 type msgMember struct {
