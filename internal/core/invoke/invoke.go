@@ -140,9 +140,8 @@ type Request struct {
 	// The child's standard streams. An *os.File (a terminal) is handed to
 	// the child as it is, and so is the file of a writer that has a
 	// File() *os.File method (fileWriter); another writer gets a copy of
-	// everything; a nil
-	// Stdin is /dev/null and a nil Stdout or Stderr is drained into bounded
-	// diagnostics (Diagnostics).
+	// everything; a nil Stdin is /dev/null and a nil Stdout or Stderr is
+	// drained into bounded diagnostics (Diagnostics).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Dir            string   // the caller's working directory

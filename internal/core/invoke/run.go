@@ -80,10 +80,6 @@ type channelResult struct {
 
 var errTwoReports = errors.New("the command sent a second completion report")
 
-// drain copies a child's output stream: to the caller's writer when it
-// gave one, else into the diagnostics log as lines, bounded per stream,
-// counting the rest as dropped. It always reads to the end so the child
-// never blocks on a full pipe.
 // fileWriter is a writer over a file that its host watches, as rukhd
 // watches a client's stream for a reader that went away: the command is
 // given the file itself, as a command in-process is given the terminal,
@@ -93,6 +89,10 @@ type fileWriter interface {
 	File() *os.File
 }
 
+// drain copies a child's output stream: to the caller's writer when it
+// gave one, else into the diagnostics log as lines, bounded per stream,
+// counting the rest as dropped. It always reads to the end so the child
+// never blocks on a full pipe.
 type drain struct {
 	total, dropped atomic.Int64
 	out            io.Writer   // the caller's writer: gets everything

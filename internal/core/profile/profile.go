@@ -408,7 +408,7 @@ func memberNames(sh shape) []string {
 	return names
 }
 
-// isTaskName: ^[a-z][a-z0-9-]*$ (profile_test.go fuzzes it against that
+// isTaskName: ^[a-z][a-z0-9-]*$ (taskname_test.go fuzzes it against that
 // expression).
 func isTaskName(s string) bool {
 	if s == "" || s[0] < 'a' || s[0] > 'z' {
