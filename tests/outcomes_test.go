@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -94,6 +95,7 @@ func TestSameOutcomeOnBothHosts(t *testing.T) {
 		// (in-process, rukh died of SIGHUP and the next admission
 		// recorded host_lost).
 		t.Run("HangUp", func(t *testing.T) {
+			defaultHangUp(t)
 			started, wait := fifo(t, h.dir, "hangup.started")
 			master, slave := testpty.Open(t)
 			cmd := exec.Command(h.rukh, "attack", "sleep", started, "--other", "10m")
@@ -154,4 +156,17 @@ func TestUnreadableStore(t *testing.T) {
 			t.Errorf("rukh %s on a store of mode 000: %v\n%s\nwant exit 75 saying the store at %s cannot be opened", strings.Join(args, " "), err, out, db)
 		}
 	}
+}
+
+// defaultHangUp has the processes the test starts get SIGHUP's default
+// disposition, as in a terminal's session, even when the test runs with
+// it ignored (`nohup make test`): a child inherits an ignored signal, and
+// rukh rightly leaves a hang-up it was started to ignore alone. A signal
+// this process catches is the default again in a program it starts. (It
+// catches it whether or not it was ignored: once a first Notify and Stop
+// have put it back to ignored, signal.Ignored no longer says so.)
+func defaultHangUp(t *testing.T) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	t.Cleanup(func() { signal.Stop(c) })
 }
