@@ -63,7 +63,6 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzNames$$' -fuzztime=$(FUZZTIME) ./internal/release/descriptor/
 	$(GO) test -run='^$$' -fuzz='^FuzzTaskName$$' -fuzztime=$(FUZZTIME) ./internal/core/profile/
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/core/profile/
-	$(GO) test -run='^$$' -fuzz='^FuzzDigest$$' -fuzztime=$(FUZZTIME) ./internal/core/projection/
 	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./internal/release/resultschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateResult$$' -fuzztime=$(FUZZTIME) ./internal/release/resultschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzArguments$$' -fuzztime=$(FUZZTIME) ./internal/release/values/

@@ -511,24 +511,10 @@ func (a *Admin) sweepReleases(tx *store.Tx) {
 		return
 	}
 	for _, e := range entries {
-		if e.IsDir() && isHexDigest(e.Name()) && !named[e.Name()] {
+		if e.IsDir() && descriptor.Hex64(e.Name()) && !named[e.Name()] {
 			removeTree(filepath.Join(a.ReleasesDir(), e.Name()))
 		}
 	}
-}
-
-// isHexDigest reports whether name is 64 lowercase hex digits, the name of
-// a release directory.
-func isHexDigest(name string) bool {
-	if len(name) != 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // removeStaleStaging removes staging directories whose installing process

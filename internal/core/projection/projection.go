@@ -103,12 +103,6 @@ type NotExposed struct {
 	Reason   string `json:"reason"`
 }
 
-// isDigest: ^sha256:[0-9a-f]{64}$
-func isDigest(s string) bool {
-	hex, ok := strings.CutPrefix(s, "sha256:")
-	return ok && len(hex) == 64 && !strings.ContainsFunc(hex, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') })
-}
-
 // Build derives the projection of in. It returns every problem found, in
 // a fixed order (input, packages, routes, exposure, names), and a nil
 // Projection if there is any.
@@ -188,7 +182,7 @@ func (b *builder) collectPackages() {
 			continue
 		}
 		ok := true
-		if !isDigest(pk.Digest) {
+		if !descriptor.ValidDigest(pk.Digest) {
 			b.add(CodePackageInvalid, d.Package, "release digest %q is not \"sha256:\" and 64 lowercase hex digits", pk.Digest)
 			ok = false
 		}

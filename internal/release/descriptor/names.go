@@ -30,6 +30,19 @@ func SplitIdentity(identity string) (pkg, id string, ok bool) {
 // namespace. ^[a-z0-9]+(-[a-z0-9]+)*$
 func Words(s string) bool { return joined(s, lowerDigit, isByte('-')) }
 
+// ValidDigest reports whether s is a digest as releases and keys are
+// named: "sha256:" and 64 lowercase hex digits. ^sha256:[0-9a-f]{64}$
+func ValidDigest(s string) bool {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	return ok && Hex64(h)
+}
+
+// Hex64 reports whether s is 64 lowercase hex digits: a SHA-256 in hex,
+// and a release directory's name. ^[0-9a-f]{64}$
+func Hex64(s string) bool {
+	return len(s) == 64 && allOrNone(s, func(c byte) bool { return digit(c) || 'a' <= c && c <= 'f' })
+}
+
 // isPackage: ^[a-z0-9]+(\.[a-z0-9-]+)*$
 func isPackage(s string) bool {
 	return segments(s, '.', func(i int, w string) bool {

@@ -232,7 +232,7 @@ func (m *Manifest) validate() *Error {
 	case !plainName(m.Version):
 		return badManifest("version %q is empty, too long or has spaces or control characters", m.Version)
 	}
-	if !isDigest(m.Descriptor) {
+	if !descriptor.ValidDigest(m.Descriptor) {
 		return badManifest(`descriptor %q is not "sha256:" and 64 lowercase hex digits`, m.Descriptor)
 	}
 	if int64(len(m.Files)) > limits.files {
@@ -259,7 +259,7 @@ func (m *Manifest) validate() *Error {
 		if f.Mode != "0644" && f.Mode != "0755" {
 			return badManifest("file %q: mode %q is not \"0644\" or \"0755\"", f.Path, f.Mode)
 		}
-		if !isHex64(f.SHA256) {
+		if !descriptor.Hex64(f.SHA256) {
 			return badManifest("file %q: sha256 %q is not 64 lowercase hex digits", f.Path, f.SHA256)
 		}
 		files[f.Path] = true
@@ -300,25 +300,6 @@ func plainName(s string) bool {
 		}
 	}
 	return true
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// isDigest reports whether s is "sha256:" and 64 lowercase hex digits.
-func isDigest(s string) bool {
-	h, ok := strings.CutPrefix(s, "sha256:")
-	return ok && isHex64(h)
 }
 
 // docReader reads the closed objects of the manifest and signature

@@ -72,7 +72,7 @@ func ParseSignature(data []byte) (*Signature, error) {
 	if !descriptor.ValidPublisher(s.Publisher) {
 		return nil, badSignatureFile("publisher %q is not a valid publisher name", s.Publisher)
 	}
-	if !isDigest(s.Key) {
+	if !descriptor.ValidDigest(s.Key) {
 		return nil, badSignatureFile(`key %q is not "sha256:" and 64 lowercase hex digits`, s.Key)
 	}
 	s.Signature, err = base64.StdEncoding.Strict().DecodeString(b64)

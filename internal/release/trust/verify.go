@@ -45,7 +45,7 @@ func (r *Release) Digest() string { return r.Manifest.Digest() }
 // publisher; or when pin ("sha256:" and 64 lowercase hex digits) equals
 // the release digest. Every refusal is an *Error.
 func Verify(dir string, keys Keyring, pin string) (*Release, error) {
-	if pin != "" && !isDigest(pin) {
+	if pin != "" && !descriptor.ValidDigest(pin) {
 		return nil, refuse(CodeBadPin, "", "pin %q is not \"sha256:\" and 64 lowercase hex digits; copy the digest %s printed", pin, cliname.Name())
 	}
 	rel, err := open(dir)
