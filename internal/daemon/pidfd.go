@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 )
 
 // What the daemon knows of a client's processes it learns from the kernel,
@@ -67,16 +69,7 @@ func pidfdPid(pidfd *os.File) (int, error) {
 
 // pidfdExited reports whether the process pidfd names has exited (a
 // zombie or reaped: the pidfd is readable), or cannot be told to be alive.
-func pidfdExited(pidfd *os.File) bool {
-	fds := []unix.PollFd{{Fd: int32(pidfd.Fd()), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		return err != nil || n != 0
-	}
-}
+func pidfdExited(pidfd *os.File) bool { return spawn.ExitedNow(int(pidfd.Fd())) }
 
 // procStat is what /proc/PID/stat says of a process: its state letter,
 // its parent, its start time (clock ticks since boot) and, for a zombie,

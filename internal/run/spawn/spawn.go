@@ -204,12 +204,12 @@ func AwaitExit(pidfd *os.File) error {
 	}
 	// Ask the kernel each time: a read forgets what the poller saw
 	// before it began, so an exit seen then would never be seen again.
-	return rc.Read(func(fd uintptr) bool { return exitedNow(int(fd)) })
+	return rc.Read(func(fd uintptr) bool { return ExitedNow(int(fd)) })
 }
 
-// exitedNow reports, without waiting, whether the process the pidfd fd
+// ExitedNow reports, without waiting, whether the process the pidfd fd
 // names has exited (or fd cannot be polled: nothing to wait for then).
-func exitedNow(fd int) bool {
+func ExitedNow(fd int) bool {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
 		n, err := unix.Poll(fds, 0)
