@@ -75,6 +75,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzGuardRead$$' -fuzztime=$(FUZZTIME) ./internal/mcp/guard/
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./internal/daemon/wire/
 	$(GO) test -run='^$$' -fuzz='^FuzzMsgCodec$$' -fuzztime=$(FUZZTIME) ./internal/daemon/wire/
+	$(GO) test -run='^$$' -fuzz='^FuzzToolCodec$$' -fuzztime=$(FUZZTIME) ./internal/daemon/wire/
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./internal/strictjson/ ./internal/release/descriptor/ ./internal/release/resultschema/ ./internal/release/values/ ./internal/core/store/ ./internal/core/projection/ ./internal/release/extproto/ ./internal/core/invoke/ ./internal/mcp/guard/ ./internal/daemon/wire/

@@ -640,45 +640,12 @@ func (m *Msg) UnmarshalCBOR(data []byte) error {
 			return err
 		}
 	}
-	if len(rest) > 0 {
-		return fmt.Errorf("cbor: %d bytes of extraneous data starting at index %d", len(rest), len(data)-len(rest))
-	}
-	return nil
+	return extraneous(data, rest)
 }
 
 // mapHead reads the head of a definite-length CBOR map: its number of
 // pairs and what follows.
-func mapHead(data []byte) (n uint64, rest []byte, err error) {
-	if len(data) == 0 {
-		return 0, nil, io.EOF
-	}
-	major, info, rest := data[0]>>5, data[0]&0x1f, data[1:]
-	switch {
-	case major == 6:
-		return 0, nil, errors.New("cbor: CBOR tag isn't allowed")
-	case major != 5:
-		return 0, nil, &cbor.UnmarshalTypeError{CBORType: "not a map", GoType: "wire.Msg"}
-	case info == 31:
-		return 0, nil, errors.New("cbor: indefinite-length map isn't allowed")
-	case info < 24:
-		n = uint64(info)
-	case info <= 27:
-		size := 1 << (info - 24)
-		if len(rest) < size {
-			return 0, nil, io.ErrUnexpectedEOF
-		}
-		for _, b := range rest[:size] {
-			n = n<<8 | uint64(b)
-		}
-		rest = rest[size:]
-	default:
-		return 0, nil, errors.New("cbor: invalid additional information in a map's head")
-	}
-	if n > MaxElements {
-		return 0, nil, fmt.Errorf("cbor: exceeded max number of key-value pairs %d for CBOR map", MaxElements)
-	}
-	return n, rest, nil
-}
+func mapHead(data []byte) (n uint64, rest []byte, err error) { return itemHead(data, 5, "wire.Msg") }
 
 // memberDecMode decodes a member of a frame: decMode with one level of
 // nesting fewer, the frame's map being the first.

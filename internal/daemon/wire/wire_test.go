@@ -569,3 +569,81 @@ func checkMsgDecoding(t *testing.T, body []byte) {
 		}
 	}
 }
+
+// plainTool is Tool without its decoder: what the codec makes of the
+// struct itself.
+type plainTool Tool
+
+// A Tool decodes as the struct does, for what a page carries and for
+// what it must refuse.
+func TestToolCodec(t *testing.T) {
+	yes, no := true, false
+	for _, tool := range []*Tool{
+		{},
+		{Name: "acme_deploy", Title: "Deploy", Description: "Deploys é.", InputSchema: []byte(`{"type":"object"}`), OutputSchema: []byte{}},
+		{Name: "n", Annotations: &Annotations{}},
+		{Name: "n", Annotations: &Annotations{ReadOnly: &yes, Destructive: &no, Idempotent: &yes, OpenWorld: &no}},
+	} {
+		body, err := encMode().Marshal((*plainTool)(tool))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Tool
+		if err := got.UnmarshalCBOR(body); err != nil {
+			t.Fatalf("%x: %v", body, err)
+		}
+		if !reflect.DeepEqual(got, *tool) {
+			t.Errorf("%x decodes as %+v, want %+v", body, got, *tool)
+		}
+		checkToolDecoding(t, body)
+	}
+	for name, body := range map[string][]byte{
+		"unknown member":    {0xa1, 0x64, 'n', 'o', 'p', 'e', 0x60},
+		"duplicate member":  {0xa2, 0x64, 'n', 'a', 'm', 'e', 0x60, 0x64, 'n', 'a', 'm', 'e', 0x60},
+		"name in bytes":     {0xa1, 0x64, 'n', 'a', 'm', 'e', 0x41, 'x'},
+		"schema in text":    {0xa1, 0x6b, 'i', 'n', 'p', 'u', 't', 'S', 'c', 'h', 'e', 'm', 'a', 0x61, 'x'},
+		"bad UTF-8":         {0xa1, 0x64, 'n', 'a', 'm', 'e', 0x61, 0xff},
+		"tagged":            {0xc0, 0xa0},
+		"indefinite":        {0xbf, 0xff},
+		"truncated":         {0xa1, 0x64, 'n', 'a', 'm', 'e', 0x62, 'x'},
+		"trailing":          {0xa0, 0x00},
+		"hint not a bool":   {0xa1, 0x6b, 'a', 'n', 'n', 'o', 't', 'a', 't', 'i', 'o', 'n', 's', 0xa1, 0x68, 'r', 'e', 'a', 'd', 'O', 'n', 'l', 'y', 0x01},
+		"integer key":       {0xa1, 0x01, 0x60},
+		"array, not a tool": {0x80},
+	} {
+		var got Tool
+		if err := got.UnmarshalCBOR(body); err == nil {
+			t.Errorf("%s (%x): decoded as %+v, want an error", name, body, got)
+		}
+		checkToolDecoding(t, body)
+	}
+}
+
+// Any body decodes into Tool as into the struct itself: an error for
+// both or for neither, and the same tool.
+func FuzzToolCodec(f *testing.F) {
+	yes := true
+	for _, tool := range []*plainTool{
+		{Name: "a", Title: "b", Description: "c", InputSchema: []byte("{}"), OutputSchema: []byte("{}")},
+		{Annotations: &Annotations{ReadOnly: &yes}},
+	} {
+		body, _ := encMode().Marshal(tool)
+		f.Add(body)
+	}
+	f.Add([]byte{0xf6})
+	f.Add([]byte{0xa1, 0x64, 'n', 'a', 'm', 'e', 0xf7})
+	f.Fuzz(checkToolDecoding)
+}
+
+func checkToolDecoding(t *testing.T, body []byte) {
+	var p plainTool
+	perr := decMode().Unmarshal(body, &p)
+	var got Tool
+	err := got.UnmarshalCBOR(body)
+	if (err == nil) != (perr == nil) {
+		t.Fatalf("%x: Tool's decoder says %v, the struct codec %v", body, err, perr)
+	}
+	if err == nil && !reflect.DeepEqual(got, Tool(p)) {
+		t.Fatalf("%x: Tool's decoder gives %+v, the struct codec %+v", body, got, p)
+	}
+}

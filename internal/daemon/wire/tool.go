@@ -1,0 +1,222 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// A Tool is decoded by hand (UnmarshalCBOR). A listing is 63 pages of 32
+// tools for 2,000 commands, and `rukh mcp` decodes every page it relays:
+// the codec's reflection over Tool's members was the largest part of
+// Rukh's own cost of a page (docs/benchmarks.md, "Eighth pass"). What a
+// body decodes to, or that it is refused, is what the codec makes of the
+// struct with the frame's options (FuzzToolCodec).
+
+// UnmarshalCBOR decodes a CBOR map into t as the codec decodes the struct
+// with decMode's options: members by their exact names, each at most
+// once, no unknown member, text strings valid UTF-8, no tags and no
+// indefinite lengths; null or undefined leaves a member unset.
+func (t *Tool) UnmarshalCBOR(data []byte) error {
+	*t = Tool{}
+	if isNil(data) {
+		return extraneous(data, data[1:])
+	}
+	n, rest, err := itemHead(data, 5, "wire.Tool")
+	if err != nil {
+		return err
+	}
+	var seen [6]bool
+	for range n {
+		var key []byte
+		if key, rest, err = text(rest); err != nil {
+			return err
+		}
+		i := toolMember(key)
+		switch {
+		case i < 0:
+			return fmt.Errorf("cbor: unknown field %q", key)
+		case seen[i]:
+			return fmt.Errorf("cbor: found duplicate map key %q", key)
+		}
+		seen[i] = true
+		switch i {
+		case 0:
+			t.Name, rest, err = textValue(rest)
+		case 1:
+			t.Title, rest, err = textValue(rest)
+		case 2:
+			t.Description, rest, err = textValue(rest)
+		case 3:
+			t.InputSchema, rest, err = bytesValue(rest)
+		case 4:
+			t.OutputSchema, rest, err = bytesValue(rest)
+		case 5:
+			t.Annotations, rest, err = annotationsValue(rest)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return extraneous(data, rest)
+}
+
+// toolMember is the index of Tool's member named key, or -1.
+func toolMember(key []byte) int {
+	switch string(key) {
+	case "name":
+		return 0
+	case "title":
+		return 1
+	case "description":
+		return 2
+	case "inputSchema":
+		return 3
+	case "outputSchema":
+		return 4
+	case "annotations":
+		return 5
+	}
+	return -1
+}
+
+// annotationsValue decodes a tool's annotations: nil for null or
+// undefined, else a map of its optional booleans.
+func annotationsValue(data []byte) (*Annotations, []byte, error) {
+	if isNil(data) {
+		return nil, data[1:], nil
+	}
+	n, rest, err := itemHead(data, 5, "wire.Annotations")
+	if err != nil {
+		return nil, nil, err
+	}
+	an := &Annotations{}
+	members := [4]**bool{&an.ReadOnly, &an.Destructive, &an.Idempotent, &an.OpenWorld}
+	var seen [4]bool
+	for range n {
+		var key []byte
+		if key, rest, err = text(rest); err != nil {
+			return nil, nil, err
+		}
+		i := -1
+		switch string(key) {
+		case "readOnly":
+			i = 0
+		case "destructive":
+			i = 1
+		case "idempotent":
+			i = 2
+		case "openWorld":
+			i = 3
+		}
+		switch {
+		case i < 0:
+			return nil, nil, fmt.Errorf("cbor: unknown field %q", key)
+		case seen[i]:
+			return nil, nil, fmt.Errorf("cbor: found duplicate map key %q", key)
+		}
+		seen[i] = true
+		if len(rest) == 0 {
+			return nil, nil, io.ErrUnexpectedEOF
+		}
+		switch rest[0] {
+		case 0xf4, 0xf5:
+			b := rest[0] == 0xf5
+			*members[i] = &b
+		case 0xf6, 0xf7:
+		default:
+			return nil, nil, &cbor.UnmarshalTypeError{CBORType: "not a boolean", GoType: "bool"}
+		}
+		rest = rest[1:]
+	}
+	return an, rest, nil
+}
+
+// textValue decodes a text string member ("" for null or undefined).
+func textValue(data []byte) (string, []byte, error) {
+	if isNil(data) {
+		return "", data[1:], nil
+	}
+	s, rest, err := text(data)
+	return string(s), rest, err
+}
+
+// bytesValue decodes a byte string member (nil for null or undefined)
+// into a copy of its bytes.
+func bytesValue(data []byte) ([]byte, []byte, error) {
+	if isNil(data) {
+		return nil, data[1:], nil
+	}
+	n, rest, err := itemHead(data, 2, "[]uint8")
+	if err != nil {
+		return nil, nil, err
+	}
+	if uint64(len(rest)) < n {
+		return nil, nil, io.ErrUnexpectedEOF
+	}
+	return append(make([]byte, 0, n), rest[:n]...), rest[n:], nil
+}
+
+// text reads a text string (a member's key or value) and checks that it
+// is UTF-8.
+func text(data []byte) ([]byte, []byte, error) {
+	n, rest, err := itemHead(data, 3, "string")
+	if err != nil {
+		return nil, nil, err
+	}
+	if uint64(len(rest)) < n {
+		return nil, nil, io.ErrUnexpectedEOF
+	}
+	if !utf8.Valid(rest[:n]) {
+		return nil, nil, errors.New("cbor: invalid UTF-8 string")
+	}
+	return rest[:n], rest[n:], nil
+}
+
+// isNil reports whether data starts with CBOR null or undefined.
+func isNil(data []byte) bool { return len(data) > 0 && (data[0] == 0xf6 || data[0] == 0xf7) }
+
+// itemHead reads the head of a definite-length data item of the major
+// type want: its argument (a length, or a map's number of pairs) and what
+// follows. goType names what it decodes into, for the error.
+func itemHead(data []byte, want byte, goType string) (uint64, []byte, error) {
+	if len(data) == 0 {
+		return 0, nil, io.ErrUnexpectedEOF
+	}
+	major, info, rest := data[0]>>5, data[0]&0x1f, data[1:]
+	switch {
+	case major == 6:
+		return 0, nil, errors.New("cbor: CBOR tag isn't allowed")
+	case major != want:
+		return 0, nil, &cbor.UnmarshalTypeError{CBORType: fmt.Sprintf("major type %d", major), GoType: goType}
+	case info == 31:
+		return 0, nil, errors.New("cbor: indefinite-length item isn't allowed")
+	case info < 24:
+		return uint64(info), rest, nil
+	case info <= 27:
+		size := 1 << (info - 24)
+		if len(rest) < size {
+			return 0, nil, io.ErrUnexpectedEOF
+		}
+		var n uint64
+		for _, b := range rest[:size] {
+			n = n<<8 | uint64(b)
+		}
+		if major == 5 && n > MaxElements {
+			return 0, nil, fmt.Errorf("cbor: exceeded max number of key-value pairs %d for CBOR map", MaxElements)
+		}
+		return n, rest[size:], nil
+	}
+	return 0, nil, errors.New("cbor: invalid additional information in a head")
+}
+
+// extraneous is the error of bytes left after a whole data item.
+func extraneous(data, rest []byte) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("cbor: %d bytes of extraneous data starting at index %d", len(rest), len(data)-len(rest))
+	}
+	return nil
+}
