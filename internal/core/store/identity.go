@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 
 	"github.com/rukh-cli/rukh/internal/cliname"
 )
@@ -91,38 +91,78 @@ func (s *Store) identity() error {
 type fileID struct{ dev, ino uint64 }
 
 func statID(f *os.File) (fileID, error) {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+	st, err := statNoTimes(int(f.Fd()), "", unix.AT_EMPTY_PATH)
+	if err != nil {
 		return fileID{}, err
 	}
-	return fileID{uint64(st.Dev), st.Ino}, nil
+	return st.id, nil
 }
 
 // moved says how the store's path no longer names the open file ("" when
 // it still does): the path must be a regular file with the device and
 // inode the open found (a file the path still names is linked).
 func (s *Store) moved() (string, error) {
-	fi, err := os.Lstat(s.path)
+	st, err := statNoTimes(unix.AT_FDCWD, s.path, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "was removed", nil
 	case err != nil:
 		return "", err
-	case fi.IsDir():
+	case st.mode.IsDir():
 		return "was replaced by a directory", nil
-	case !fi.Mode().IsRegular():
+	case !st.mode.IsRegular():
 		return "was replaced by something that is not a regular file", nil
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !ok:
-		return "", errors.New("no device and inode")
-	case uint64(st.Dev) != s.id.dev || st.Ino != s.id.ino:
+	case st.id != s.id:
 		return "was replaced by another file", nil
-	case st.Nlink == 0:
+	case st.nlink == 0:
 		return "was removed", nil
 	}
 	return "", nil
+}
+
+// fileStat is what the identity check reads of a file: its type, its
+// device and inode, and its link count.
+type fileStat struct {
+	mode  fs.FileMode // the type bits only
+	id    fileID
+	nlink uint32
+}
+
+// statNoTimes reads a file's type, device, inode and link count, and
+// not its timestamps: statx(2) with a mask without them, where lstat
+// and fstat ask for all. Since Linux 6.13 a read of a file's ctime has
+// its next write take a fine-grained timestamp, which marks the inode
+// dirty in the commit that follows: a commit then took 0.05 ms more here
+// (docs/benchmarks.md, "Eighth pass"), and the check runs twice for
+// every commit. A kernel or a filter that refuses statx gets fstatat.
+func statNoTimes(dirfd int, path string, flags int) (fileStat, error) {
+	const want = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_NLINK
+	var stx unix.Statx_t
+	err := unix.Statx(dirfd, path, flags, want, &stx)
+	if err == nil && stx.Mask&want == want {
+		return fileStat{mode: typeBits(uint32(stx.Mode)), id: fileID{unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}, nlink: stx.Nlink}, nil
+	}
+	if err != nil && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
+		return fileStat{}, &fs.PathError{Op: "statx", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, path, &st, flags); err != nil {
+		return fileStat{}, &fs.PathError{Op: "fstatat", Path: path, Err: err}
+	}
+	return fileStat{mode: typeBits(st.Mode), id: fileID{st.Dev, st.Ino}, nlink: uint32(st.Nlink)}, nil
+}
+
+// typeBits is the fs.FileMode type of a stat mode's S_IFMT bits.
+func typeBits(mode uint32) fs.FileMode {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	}
+	return fs.ModeIrregular
 }
 
 // saveAside copies what the open file holds to a new file beside the path

@@ -74,6 +74,20 @@ func TestHeldStoreRemovedOrReplaced(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, true},
+		// Still linked, under another name: only the path says so.
+		{"moved aside", "was removed", func(t *testing.T, path string) {
+			if err := os.Rename(path, path+".old"); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"replaced by a symlink to itself", "was replaced by something that is not a regular file", func(t *testing.T, path string) {
+			if err := os.Rename(path, path+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(path+".old", path); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, s := openPath(t)
