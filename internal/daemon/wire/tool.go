@@ -25,24 +25,7 @@ func (t *Tool) UnmarshalCBOR(data []byte) error {
 	if isNil(data) {
 		return extraneous(data, data[1:])
 	}
-	n, rest, err := itemHead(data, 5, "wire.Tool")
-	if err != nil {
-		return err
-	}
-	var seen [6]bool
-	for range n {
-		var key []byte
-		if key, rest, err = text(rest); err != nil {
-			return err
-		}
-		i := toolMember(key)
-		switch {
-		case i < 0:
-			return fmt.Errorf("cbor: unknown field %q", key)
-		case seen[i]:
-			return fmt.Errorf("cbor: found duplicate map key %q", key)
-		}
-		seen[i] = true
+	rest, err := readMap(data, "wire.Tool", toolMember, func(i int, rest []byte) (_ []byte, err error) {
 		switch i {
 		case 0:
 			t.Name, rest, err = textValue(rest)
@@ -57,14 +40,16 @@ func (t *Tool) UnmarshalCBOR(data []byte) error {
 		case 5:
 			t.Annotations, rest, err = annotationsValue(rest)
 		}
-		if err != nil {
-			return err
-		}
+		return rest, err
+	})
+	if err != nil {
+		return err
 	}
 	return extraneous(data, rest)
 }
 
-// toolMember is the index of Tool's member named key, or -1.
+// toolMember is the place of a Tool's member named key in
+// UnmarshalCBOR's switch, or -1.
 func toolMember(key []byte) int {
 	switch string(key) {
 	case "name":
@@ -83,54 +68,78 @@ func toolMember(key []byte) int {
 	return -1
 }
 
+// annotationMember is the place of an Annotations member named key, or
+// -1.
+func annotationMember(key []byte) int {
+	switch string(key) {
+	case "readOnly":
+		return 0
+	case "destructive":
+		return 1
+	case "idempotent":
+		return 2
+	case "openWorld":
+		return 3
+	}
+	return -1
+}
+
+// readMap reads the CBOR map at the start of data as the codec reads a
+// struct: each key a text string that index places (0 to 63), at most
+// once; value reads the member's value from the bytes that follow its
+// key and returns what follows the value. goType names the struct for
+// the error of something else than a map. readMap returns what follows
+// the map.
+func readMap(data []byte, goType string, index func(key []byte) int, value func(i int, rest []byte) ([]byte, error)) ([]byte, error) {
+	n, rest, err := itemHead(data, 5, goType)
+	if err != nil {
+		return nil, err
+	}
+	var seen uint64
+	for range n {
+		var key []byte
+		if key, rest, err = text(rest); err != nil {
+			return nil, err
+		}
+		i := index(key)
+		switch {
+		case i < 0 || i >= 64:
+			return nil, fmt.Errorf("cbor: unknown field %q", key)
+		case seen&(1<<i) != 0:
+			return nil, fmt.Errorf("cbor: found duplicate map key %q", key)
+		}
+		seen |= 1 << i
+		if len(rest) == 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
+		if rest, err = value(i, rest); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
+}
+
 // annotationsValue decodes a tool's annotations: nil for null or
 // undefined, else a map of its optional booleans.
 func annotationsValue(data []byte) (*Annotations, []byte, error) {
 	if isNil(data) {
 		return nil, data[1:], nil
 	}
-	n, rest, err := itemHead(data, 5, "wire.Annotations")
-	if err != nil {
-		return nil, nil, err
-	}
 	an := &Annotations{}
 	members := [4]**bool{&an.ReadOnly, &an.Destructive, &an.Idempotent, &an.OpenWorld}
-	var seen [4]bool
-	for range n {
-		var key []byte
-		if key, rest, err = text(rest); err != nil {
-			return nil, nil, err
-		}
-		i := -1
-		switch string(key) {
-		case "readOnly":
-			i = 0
-		case "destructive":
-			i = 1
-		case "idempotent":
-			i = 2
-		case "openWorld":
-			i = 3
-		}
-		switch {
-		case i < 0:
-			return nil, nil, fmt.Errorf("cbor: unknown field %q", key)
-		case seen[i]:
-			return nil, nil, fmt.Errorf("cbor: found duplicate map key %q", key)
-		}
-		seen[i] = true
-		if len(rest) == 0 {
-			return nil, nil, io.ErrUnexpectedEOF
-		}
+	rest, err := readMap(data, "wire.Annotations", annotationMember, func(i int, rest []byte) ([]byte, error) {
 		switch rest[0] {
 		case 0xf4, 0xf5:
 			b := rest[0] == 0xf5
 			*members[i] = &b
 		case 0xf6, 0xf7:
 		default:
-			return nil, nil, &cbor.UnmarshalTypeError{CBORType: "not a boolean", GoType: "bool"}
+			return nil, &cbor.UnmarshalTypeError{CBORType: "not a boolean", GoType: "bool"}
 		}
-		rest = rest[1:]
+		return rest[1:], nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return an, rest, nil
 }

@@ -537,6 +537,9 @@ type msgMember struct {
 
 var msgMembers = sync.OnceValues(func() (inOrder []msgMember, byKey map[string]int) {
 	t := reflect.TypeFor[Msg]()
+	if t.NumField() > 64 {
+		panic("wire: Msg's members are read with a 64-bit set (readMap)")
+	}
 	byKey = map[string]int{}
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("cbor"), ",")
@@ -607,45 +610,22 @@ func (m *Msg) UnmarshalCBOR(data []byte) error {
 	if len(data) == 1 && (data[0] == 0xf6 || data[0] == 0xf7) {
 		return nil // null or undefined: no member, as for the struct
 	}
-	n, rest, err := mapHead(data)
+	_, byKey := msgMembers()
+	v := reflect.ValueOf(m).Elem()
+	index := func(key []byte) int {
+		if i, ok := byKey[string(key)]; ok {
+			return i
+		}
+		return -1
+	}
+	rest, err := readMap(data, "wire.Msg", index, func(i int, rest []byte) ([]byte, error) {
+		return memberDecMode().UnmarshalFirst(rest, v.Field(i).Addr().Interface())
+	})
 	if err != nil {
 		return err
 	}
-	_, byKey := msgMembers()
-	v := reflect.ValueOf(m).Elem()
-	seen := make([]bool, v.NumField())
-	for range n {
-		switch {
-		case len(rest) == 0:
-			return io.ErrUnexpectedEOF
-		case rest[0]>>5 != 3:
-			return errors.New("cbor: a member's key is not a text string")
-		}
-		var key string
-		if rest, err = memberDecMode().UnmarshalFirst(rest, &key); err != nil {
-			return err
-		}
-		i, ok := byKey[key]
-		switch {
-		case !ok:
-			return fmt.Errorf("cbor: unknown field %q", key)
-		case seen[i]:
-			return fmt.Errorf("cbor: found duplicate map key %q", key)
-		}
-		seen[i] = true
-		if len(rest) == 0 {
-			return io.ErrUnexpectedEOF
-		}
-		if rest, err = memberDecMode().UnmarshalFirst(rest, v.Field(i).Addr().Interface()); err != nil {
-			return err
-		}
-	}
 	return extraneous(data, rest)
 }
-
-// mapHead reads the head of a definite-length CBOR map: its number of
-// pairs and what follows.
-func mapHead(data []byte) (n uint64, rest []byte, err error) { return itemHead(data, 5, "wire.Msg") }
 
 // memberDecMode decodes a member of a frame: decMode with one level of
 // nesting fewer, the frame's map being the first.
