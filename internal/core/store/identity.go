@@ -20,8 +20,9 @@ import (
 // before a write transaction begins and again before its commit is
 // acknowledged, the open file (its device and inode, read when it was
 // opened under the lock; bbolt does not export its descriptor) is
-// compared with what the path names now (lstat): the same device and
-// inode, a regular file, still linked. When it is not, the write is not
+// compared with what the path names now (as lstat would, without reading
+// the timestamps: statNoTimes): the same device and inode, a regular
+// file, still linked. When it is not, the write is not
 // acknowledged (*ReplacedError), nor is any later one on this Store, and
 // what the open file holds is copied once, with bbolt's Tx.WriteTo, to
 // RecoveredSuffix beside the path — a new file, never over an existing
@@ -134,16 +135,13 @@ type fileStat struct {
 // its next write take a fine-grained timestamp, which marks the inode
 // dirty in the commit that follows: a commit then took 0.05 ms more here
 // (docs/benchmarks.md, "Eighth pass"), and the check runs twice for
-// every commit. A kernel or a filter that refuses statx gets fstatat.
+// every commit. When statx fails or leaves out a field (a kernel or a
+// seccomp filter without it), fstatat answers, and says why it cannot.
 func statNoTimes(dirfd int, path string, flags int) (fileStat, error) {
 	const want = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_NLINK
 	var stx unix.Statx_t
-	err := unix.Statx(dirfd, path, flags, want, &stx)
-	if err == nil && stx.Mask&want == want {
+	if err := unix.Statx(dirfd, path, flags, want, &stx); err == nil && stx.Mask&want == want {
 		return fileStat{mode: typeBits(uint32(stx.Mode)), id: fileID{unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}, nlink: stx.Nlink}, nil
-	}
-	if err != nil && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
-		return fileStat{}, &fs.PathError{Op: "statx", Path: path, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, path, &st, flags); err != nil {
