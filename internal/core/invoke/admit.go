@@ -151,12 +151,18 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 			req.OnStart(inv.ID)
 		}
 	}
-	// The begin record (b) commits while run prepares the command and,
-	// when the helper can hold the command at its gate, while the helper
-	// starts; run waits for it before the command can run (before the
-	// start, or before the gate opens). An outcome run decides before
-	// that (a missing program, say) is still recorded after its begin.
-	go b.wait()
+	// The begin record (b) commits before the command can run: before
+	// its start, or, when the helper can hold the command at its gate,
+	// while the helper starts and before the gate opens. Started here, it
+	// commits while run prepares the command and while the client that
+	// forwarded the call (Spawner) starts the helper; a helper this
+	// process starts, run starts in a goroutine of its own while the
+	// record commits (startWhileCommitting). An outcome run decides
+	// before any of that (a missing program, say) is still recorded after
+	// its begin.
+	if req.Spawner != nil {
+		go b.wait()
+	}
 	out = c.run(ctx, t, req, inv.ID, ad, b)
 	if refused, err := b.wait(); refused != nil {
 		return refused, err
