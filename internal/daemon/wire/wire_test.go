@@ -516,6 +516,20 @@ func TestMsgCodec(t *testing.T) {
 		&Msg{Spawn: &Spawn{Path: "/p", Args: []string{"/p"}, Dir: "/", Files: 4, Session: true, Ticket: 1 << 60}},
 		&Msg{CallTool: &CallTool{Task: "t", Name: "n", Arguments: []byte(`{"a":1}`)}},
 	)
+	yes, no := true, false
+	long := strings.Repeat("é", 40000) // a length head of four bytes
+	msgs = append(msgs,
+		&Msg{ToolPage: &ToolPage{Tools: []*Tool{}}},
+		&Msg{ID: 300, ToolPage: &ToolPage{Revision: 1 << 40, NextCursor: "c", Total: 70000, Commands: -1, Projection: "tools", Naming: "compact",
+			Denied: []*DeniedTool{{Name: "n", Identity: "acme.x/y", Action: "a", Resource: "r"}},
+			Tools: []*Tool{
+				{Name: "a", Title: "T", Description: long, InputSchema: []byte(`{"type":"object"}`), OutputSchema: []byte{}},
+				{Name: "b", Annotations: &Annotations{}},
+				{Name: "c", Annotations: &Annotations{ReadOnly: &yes, Destructive: &no, Idempotent: &yes, OpenWorld: &no}},
+				{Name: "d", Annotations: &Annotations{OpenWorld: &yes}},
+				nil,
+			}}},
+	)
 	for _, m := range msgs {
 		got, err := m.MarshalCBOR()
 		if err != nil {
