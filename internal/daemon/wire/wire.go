@@ -607,8 +607,8 @@ func (a *appender) Write(p []byte) (int, error) {
 // struct; so is anything after the map.
 func (m *Msg) UnmarshalCBOR(data []byte) error {
 	*m = Msg{}
-	if len(data) == 1 && (data[0] == 0xf6 || data[0] == 0xf7) {
-		return nil // null or undefined: no member, as for the struct
+	if isNil(data) {
+		return extraneous(data, data[1:]) // null or undefined: no member, as for the struct
 	}
 	_, byKey := msgMembers()
 	v := reflect.ValueOf(m).Elem()
