@@ -1237,10 +1237,38 @@ func testDaemonDoctor(t *testing.T, b *dtBins) {
 	if err := os.RemoveAll(pending); err != nil {
 		t.Fatal(err)
 	}
+	// Calls through rukhd keep one reserve, named for the daemon, from
+	// one call to the next (invoke.Core.KeepReserves); the daemon gives
+	// it back, free, as it stops.
+	reserves := func() (free, daemon []string) {
+		t.Helper()
+		ents, err := os.ReadDir(pending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			switch {
+			case strings.HasPrefix(e.Name(), ".free-reserve-"):
+				free = append(free, e.Name())
+			case strings.HasPrefix(e.Name(), fmt.Sprintf(".reserve-%d.", d.cmd.Process.Pid)):
+				daemon = append(daemon, e.Name())
+			}
+		}
+		return free, daemon
+	}
+	for range 3 {
+		h.ppid()
+	}
+	if free, kept := reserves(); len(free) != 0 || len(kept) != 1 {
+		t.Errorf("after three calls through rukhd PendingDir holds free reserves %q and the daemon's %q; want none free and one kept", free, kept)
+	}
 	if _, errOut, code := h.run("daemon", "stop"); code != 0 {
 		t.Fatalf("rukh daemon stop: exit %d: %s", code, errOut)
 	}
 	d.wait(t)
+	if free, kept := reserves(); len(free) != 1 || len(kept) != 0 {
+		t.Errorf("after the daemon stopped PendingDir holds free reserves %q and the daemon's %q; want one free and none kept", free, kept)
+	}
 	if doc := h.doctor(); doc.Host != "in-process" || doc.HostReason != "no daemon answers at "+h.sock() {
 		t.Errorf("doctor after the daemon stopped: %+v", doc)
 	}

@@ -120,8 +120,10 @@ func (s *Server) warnf(msg string, args ...any) {
 	}
 }
 
-// Close closes the store the Server holds, if it still does.
+// Close gives back the call reserves the daemon kept between calls and
+// closes the store the Server holds, if it still does.
 func (s *Server) Close() error {
+	s.Host.Core().ReleaseReserves()
 	if s.store == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -47,8 +48,55 @@ const (
 
 // callReserve is one call's reserve; the zero value (nil) holds none.
 type callReserve struct {
-	name string // its file; "" once used or released
-	id   string // the call's
+	name string        // its file; "" once used or released
+	id   string        // the call's
+	kept *keptReserves // where release keeps it for the next call; nil: give it back
+	keep int           // how many kept may hold (Core.KeepReserves)
+}
+
+// keptReserves are the reserves a core holds between its calls
+// (Core.KeepReserves): allocated, named for this host as a call's are
+// (so other hosts count them and leave them alone), and taken by its next
+// calls with no file system work.
+type keptReserves struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (k *keptReserves) take() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.names) == 0 {
+		return ""
+	}
+	name := k.names[len(k.names)-1]
+	k.names = k.names[:len(k.names)-1]
+	return name
+}
+
+// put keeps name unless max are kept already.
+func (k *keptReserves) put(name string, max int) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.names) >= max {
+		return false
+	}
+	k.names = append(k.names, name)
+	return true
+}
+
+// ReleaseReserves gives back every reserve this core keeps between calls
+// (KeepReserves), free for any host's next call: the host stops serving.
+// Reserves a host left behind when it was killed are removed by the next
+// call that looks for a free one (takeReserve).
+func (c *Core) ReleaseReserves() {
+	for {
+		name := c.reserves.take()
+		if name == "" {
+			return
+		}
+		(&callReserve{name: name, id: newInvocationID()}).release()
+	}
 }
 
 // takeReserve allocates the reserve of call id (CallReserveSize, fallocate
@@ -63,6 +111,12 @@ type callReserve struct {
 func (c *Core) takeReserve(id string) (*callReserve, error) {
 	if err := testHookReserve(); err != nil {
 		return nil, err
+	}
+	// One this core kept from an earlier call is allocated and counted
+	// already: taking it adds no reserve, so neither the limit nor the
+	// space needs looking at.
+	if name := c.reserves.take(); name != "" {
+		return c.reserve(name, id), nil
 	}
 	dir := filepath.Join(c.DataDir, PendingDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -114,7 +168,12 @@ func (c *Core) takeReserve(id string) (*callReserve, error) {
 		}
 		return nil, nil // no fallocate here: no reserve, as keepReserve
 	}
-	return &callReserve{name: name, id: id}, nil
+	return c.reserve(name, id), nil
+}
+
+// reserve is call id's reserve, the file name.
+func (c *Core) reserve(name, id string) *callReserve {
+	return &callReserve{name: name, id: id, kept: &c.reserves, keep: c.KeepReserves}
 }
 
 // takeFree renames the first of the free reserves (names in dir) that
@@ -159,10 +218,15 @@ func reserveHostAlive(rest string) bool {
 }
 
 // release gives the reserve up once the call's outcome is committed (one
-// saved in it used it up): it stays allocated, free for the next call
-// (freeReservePrefix), or is removed when it cannot be renamed.
+// saved in it used it up): its core keeps it for its next call
+// (Core.KeepReserves), or it stays allocated, free for any host's next
+// call (freeReservePrefix), or is removed when it cannot be renamed.
 func (r *callReserve) release() {
 	if r == nil || r.name == "" {
+		return
+	}
+	if r.kept != nil && r.kept.put(r.name, r.keep) {
+		r.name = ""
 		return
 	}
 	if os.Rename(r.name, filepath.Join(filepath.Dir(r.name), freeReservePrefix+r.id)) != nil {

@@ -91,8 +91,17 @@ type Core struct {
 	// there of the store it held for the call's start
 	// (local.Host.HoldStore), so that the command never runs holding it.
 	Begun func()
+	// KeepReserves is how many call reserves (callreserve.go) this core
+	// keeps for its next calls once their outcomes are committed, instead
+	// of giving them back to PendingDir: a host that serves call after
+	// call (rukhd) then takes one with no file system work. 0 for a core
+	// that exits after its call, whose kept reserves would be left behind
+	// as a dead host's. A host that keeps some gives them back when it
+	// stops serving (ReleaseReserves).
+	KeepReserves int
 
-	health writeHealth
+	health   writeHealth
+	reserves keptReserves
 }
 
 // Settler is a daemon that holds the store: Holds reports whether one

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,5 +173,103 @@ func TestFreeReservesAreTakenAgain(t *testing.T) {
 	}
 	if free != MaxFreeReserves-1 || held != 1 {
 		t.Errorf("after a burst and one admission: %d free (want %d), %d held (want 1)", free, MaxFreeReserves-1, held)
+	}
+}
+
+// A core that keeps reserves between calls (KeepReserves, rukhd's) takes
+// the one an earlier call kept with no file system work: the same file,
+// still named for this host, and nothing else in PendingDir changes. It
+// keeps at most KeepReserves; one used up by a saved outcome is not kept;
+// another host leaves them alone; and ReleaseReserves gives them back,
+// free and still allocated.
+func TestKeptReservesAreTakenWithoutFiles(t *testing.T) {
+	c := New(t.TempDir())
+	c.KeepReserves = 2
+	dir := filepath.Join(c.DataDir, PendingDir)
+	id := func(i int) string { return fmt.Sprintf("%032x", i) }
+	listing := func() []string {
+		t.Helper()
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	first, err := c.takeReserve(id(1))
+	if err != nil || first == nil {
+		t.Fatalf("first reserve: %v, %v", first, err)
+	}
+	name := first.name
+	first.release()
+	kept := listing()
+	if len(kept) != 1 || filepath.Join(dir, kept[0]) != name {
+		t.Fatalf("after the first call PendingDir holds %q, want its reserve %s kept as it was", kept, name)
+	}
+	second, err := c.takeReserve(id(2))
+	if err != nil || second == nil || second.name != name {
+		t.Fatalf("second reserve: %+v, %v; want the kept %s", second, err, name)
+	}
+	if now := listing(); !slices.Equal(now, kept) {
+		t.Errorf("taking a kept reserve changed PendingDir: %q, was %q", now, kept)
+	}
+
+	// Three at once: the kept one and two new; two are kept, one is free.
+	third, err := c.takeReserve(id(3))
+	if err != nil || third == nil {
+		t.Fatalf("third reserve: %v, %v", third, err)
+	}
+	fourth, err := c.takeReserve(id(4))
+	if err != nil || fourth == nil {
+		t.Fatalf("fourth reserve: %v, %v", fourth, err)
+	}
+	// One used up by a saved outcome is gone, not kept.
+	if err := fourth.saveInto(filepath.Join(dir, id(4)+".json"), []byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	second.release()
+	third.release()
+	fourth.release()
+	count := func() (free, held int) {
+		for _, n := range listing() {
+			switch {
+			case strings.HasPrefix(n, freeReservePrefix):
+				free++
+			case strings.HasPrefix(n, callReservePrefix):
+				held++
+			}
+		}
+		return free, held
+	}
+	if free, held := count(); free != 0 || held != 2 {
+		t.Errorf("after three calls: %d free, %d held (kept); want 0 and 2", free, held)
+	}
+
+	// Another host's admission counts them as held and leaves them.
+	other := New(c.DataDir)
+	r, err := other.takeReserve(id(5))
+	if err != nil || r == nil {
+		t.Fatalf("another host's reserve: %v, %v", r, err)
+	}
+	r.release()
+	if free, held := count(); free != 1 || held != 2 {
+		t.Errorf("after another host's call: %d free, %d held; want 1 and 2", free, held)
+	}
+
+	c.ReleaseReserves()
+	if free, held := count(); free != 3 || held != 0 {
+		t.Errorf("after ReleaseReserves: %d free, %d held; want 3 and 0", free, held)
+	}
+	for _, n := range listing() {
+		var st syscall.Stat_t
+		if strings.HasPrefix(n, freeReservePrefix) && (syscall.Stat(filepath.Join(dir, n), &st) != nil || st.Blocks*512 < CallReserveSize) {
+			t.Errorf("free reserve %s is no longer allocated (%d bytes)", n, st.Blocks*512)
+		}
+	}
+	if r := c.reserves.take(); r != "" {
+		t.Errorf("ReleaseReserves left %s kept", r)
 	}
 }

@@ -80,6 +80,10 @@ func NewCore(core *invoke.Core) *Host {
 func NewHeld(dataDir string, s store.Provider, uid int) *Host {
 	l := New(dataDir)
 	l.admin.Store, l.core.Store, l.admin.UID = s, s, uid
+	// It serves call after call: each takes the reserve an earlier one
+	// kept (invoke.Core.KeepReserves), and the daemon gives them back as
+	// it exits.
+	l.core.KeepReserves = invoke.MaxFreeReserves
 	return l
 }
 
