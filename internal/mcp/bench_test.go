@@ -15,7 +15,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rukh-cli/rukh/internal/buildid"
 	"github.com/rukh-cli/rukh/internal/core/admin"
 	"github.com/rukh-cli/rukh/internal/core/local"
 	"github.com/rukh-cli/rukh/internal/daemon/client"
@@ -42,12 +41,20 @@ func daemonHostWith(b *testing.B, dir string, helper bool) seam.ToolHost {
 	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
 	bin := testhome.TempDir(b)
 	rukhd := filepath.Join(bin, "rukhd")
-	// Without VCS stamping its build is this test binary's ("devel"), so
-	// the hello matches.
-	build := exec.Command("go", "build", "-buildvcs=false", "-o", rukhd, "../../cmd/rukhd")
+	build := exec.Command("go", "build", "-o", rukhd, "../../cmd/rukhd")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and the .deb build it
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build rukhd: %v\n%s", err, out)
+	}
+	// The client says the daemon's build in its hello, as a rukh of the
+	// same build would.
+	version, err := exec.Command(rukhd, "version").Output()
+	if err != nil {
+		b.Fatalf("rukhd version: %v", err)
+	}
+	id, ok := strings.CutPrefix(strings.TrimSpace(string(version)), "rukhd ")
+	if !ok {
+		b.Fatalf("rukhd version printed %q", version)
 	}
 	if helper {
 		if err := sandbox.Build(filepath.Join(bin, "rukh-sandbox")); err != nil {
@@ -77,7 +84,7 @@ func daemonHostWith(b *testing.B, dir string, helper bool) seam.ToolHost {
 			b.Errorf("rukhd (pid %d) did not stop within 10 s of SIGTERM", cmd.Process.Pid)
 		}
 	})
-	d := thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: buildid.ID()}
+	d := thin.Dialer{Socket: p.Socket("rukh"), Name: "rukh", Build: id}
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		s, err := d.Dial(context.Background())
 		if err == nil {
