@@ -11,7 +11,7 @@ FUZZTIME ?= 60s
 STAMP    ?= $(shell git ls-files -co --exclude-standard '*.go' go.mod go.sum 2>/dev/null | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 LDFLAGS  := -X github.com/rukh-cli/rukh/internal/buildid.stamp=$(STAMP)
 
-.PHONY: all build demo test vet fuzz bench soak clean
+.PHONY: all build demo test vet fuzz bench bench-pairs soak clean
 .PHONY: deb
 
 all: build
@@ -82,6 +82,13 @@ bench:
 	$(GO) test -run='^$$' -bench=BenchmarkCLI -benchtime=40x -count=5 ./tests/
 	$(GO) test -run='^$$' -bench=BenchmarkHTTP -benchtime=40x -count=5 ./tests/
 	$(GO) test -run='^$$' -bench='BenchmarkList|BenchmarkCall' -benchtime=20x -count=5 ./internal/mcp/
+
+# Issue 28's paired rows for this tree and for BASE (a git revision),
+# alternated round by round (docs/benchmarks.md): make bench-pairs BASE=main~3
+ROUNDS ?= 6
+bench-pairs:
+	@test -n "$(BASE)" || { echo "usage: make bench-pairs BASE=<git revision> [ROUNDS=6]"; exit 2; }
+	scripts/bench-pairs $(BASE) $(ROUNDS)
 
 # 10,000 MCP calls across 20 sessions with kill -9 of children and of
 # rukh mcp processes and profile changes under them (tests/soak_test.go);
