@@ -303,8 +303,9 @@ func TestCtrlCEndsAHeldCall(t *testing.T) {
 					t.Fatal(err)
 				}
 				slave.Close()
-				exited := make(chan error, 1)
-				go func() { exited <- cmd.Wait() }()
+				exited := make(chan struct{})
+				var waitErr error
+				go func() { waitErr = cmd.Wait(); close(exited) }()
 				t.Cleanup(func() {
 					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 					select {
@@ -314,6 +315,14 @@ func TestCtrlCEndsAHeldCall(t *testing.T) {
 					}
 				})
 				s := newScreen(master)
+				s.ended = func() string {
+					select {
+					case <-exited:
+						return "the shell ended: " + waitStatus(waitErr)
+					case <-time.After(5 * time.Second):
+						return "the shell still ran 5 s after the terminal closed"
+					}
+				}
 				pid, err := strconv.Atoi(held("the grandchild holding the helper"))
 				if err != nil {
 					t.Fatalf("the grandchild's pid: %v; the terminal shows:\n%s", err, s)
@@ -336,4 +345,19 @@ func TestCtrlCEndsAHeldCall(t *testing.T) {
 			})
 		}
 	})
+}
+
+// waitStatus says how a process that cmd.Wait returned err for ended.
+func waitStatus(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "exit status 0"
+	case !errors.As(err, &ee):
+		return err.Error()
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return ee.Error()
 }

@@ -32,6 +32,10 @@ type screen struct {
 	buf  bytes.Buffer
 	more chan struct{} // closed and replaced at each read
 	done bool
+	// ended, when set, says how the terminal's shell ended, for a
+	// failure once the terminal closed: a shell that exited 0 after its
+	// last line tells a lost line apart from a shell that was killed.
+	ended func() string
 }
 
 func newScreen(master *os.File) *screen {
@@ -68,7 +72,11 @@ func (s *screen) expect(t *testing.T, at *int, want string) {
 			return
 		}
 		if done {
-			t.Fatalf("the terminal closed without showing %q after:\n%s", want, text[*at:])
+			how := ""
+			if s.ended != nil {
+				how = "\n" + s.ended()
+			}
+			t.Fatalf("the terminal closed without showing %q after:\n%s%s", want, text[*at:], how)
 		}
 		select {
 		case <-more:
