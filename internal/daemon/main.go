@@ -253,7 +253,7 @@ func New(name string, p paths.Paths, logger *slog.Logger) (*Server, error) {
 	if err := paths.Secure(p.Data); err != nil {
 		return nil, &exitError{exitcode.TempFail, err}
 	}
-	st, err := store.Open(p.Store(), store.Options{Timeout: storeWait})
+	st, err := store.Open(p.Store(), store.Options{Timeout: storeWait, Journal: true})
 	if err != nil {
 		return nil, err
 	}

@@ -200,23 +200,33 @@ func (b *beginning) started() { b.announced.Do(b.announce) }
 // Outcome is a refusal, recorded.
 func (c *Core) begin(t *Target, req *Request, ad *admission, inv *store.Invocation, want *store.Approval) (*Outcome, error) {
 	var asked *store.Approval
-	if err := c.updateSettled(func(tx *store.Tx) error {
-		now := c.Now().UTC()
-		asked, inv.Attempt = nil, store.Attempt{} // a retried transaction starts afresh
-		if want != nil {
-			used, err := tx.UseApproval(want, inv.ID, now)
-			if err != nil {
-				return err
-			}
-			if used == nil {
-				want.RequestedBy, want.CreatedAt, want.ExpiresAt = inv.ID, now, now.Add(ad.task.ApprovalTTL())
-				asked, err = tx.RequestApproval(want, now)
-				return err
-			}
-			inv.Attempt.ApprovalID = used.ID
+	err := store.ErrNotJournaled
+	if j, ok := c.Store.(store.Journaler); ok && want == nil {
+		// rukhd's store: one fdatasync of the journal, no commit.
+		if err = j.JournalBegin(inv, ad.task.MaxConcurrent, c.hostAlive); !errors.Is(err, store.ErrNotJournaled) {
+			c.health.noteWrite(err, c.Now())
 		}
-		return tx.BeginInvocation(inv, ad.task.MaxConcurrent, c.hostAlive, now)
-	}); err != nil {
+	}
+	if errors.Is(err, store.ErrNotJournaled) {
+		err = c.updateSettled(func(tx *store.Tx) error {
+			now := c.Now().UTC()
+			asked, inv.Attempt = nil, store.Attempt{} // a retried transaction starts afresh
+			if want != nil {
+				used, err := tx.UseApproval(want, inv.ID, now)
+				if err != nil {
+					return err
+				}
+				if used == nil {
+					want.RequestedBy, want.CreatedAt, want.ExpiresAt = inv.ID, now, now.Add(ad.task.ApprovalTTL())
+					asked, err = tx.RequestApproval(want, now)
+					return err
+				}
+				inv.Attempt.ApprovalID = used.ID
+			}
+			return tx.BeginInvocation(inv, ad.task.MaxConcurrent, c.hostAlive, now)
+		})
+	}
+	if err != nil {
 		var busy *store.BusyError
 		var many *store.ApprovalLimitError
 		switch {

@@ -85,8 +85,12 @@ type pendingOutcome struct {
 }
 
 func (p *pendingOutcome) commit(tx *store.Tx) (bool, error) {
-	return tx.Finish(p.ID, &store.Finish{Outcome: p.Outcome, Reason: p.Reason, ExitStatus: p.ExitStatus,
-		Detail: p.Detail, Effects: p.Effects, Attempt: p.Attempt}, p.FinishedAt)
+	return tx.Finish(p.ID, p.finish(), p.FinishedAt)
+}
+
+func (p *pendingOutcome) finish() *store.Finish {
+	return &store.Finish{Outcome: p.Outcome, Reason: p.Reason, ExitStatus: p.ExitStatus,
+		Detail: p.Detail, Effects: p.Effects, Attempt: p.Attempt}
 }
 
 // storeEffects converts reported effects for the record.
@@ -116,6 +120,14 @@ func (c *Core) finish(id string, out *Outcome, res *callReserve) error {
 	p := &pendingOutcome{ID: id, Outcome: out.Outcome, Reason: out.Reason, ExitStatus: out.ExitStatus,
 		Detail: detail(out), Effects: storeEffects(out.Effects), Attempt: out.Attempt, FinishedAt: c.Now().UTC()}
 	write := func() error {
+		if j, ok := c.Store.(store.Journaler); ok {
+			// rukhd's store: one fdatasync of the journal, no commit.
+			_, err := j.JournalFinish(p.ID, p.finish(), p.FinishedAt)
+			if !errors.Is(err, store.ErrNotJournaled) {
+				c.health.noteWrite(err, c.Now())
+				return err
+			}
+		}
 		return c.update(func(tx *store.Tx) error {
 			_, err := p.commit(tx) // false: already committed (from the saved file)
 			return err

@@ -128,7 +128,7 @@ func BenchmarkInvocationRecords(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	alive := func(*store.Invocation) bool { return true }
+
 	for i := 0; b.Loop(); i++ {
 		inv := &store.Invocation{ID: fmt.Sprintf("%032x", 1<<20+i), Identity: "acme.deploy/status", Digest: "sha256:00",
 			Revision: 1, Transport: "mcp", Task: "owner", PID: 1, StartedAt: t0}

@@ -141,6 +141,26 @@ func checkOpened(path string) (fileID, error) {
 // bbolt alone. A panic from anywhere else is passed on, after the
 // rollback.
 func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
+	return s.runTx(txMode{write: writable}, func(btx *bolt.Tx, _ []journalEntry) error { return fn(btx) })
+}
+
+// txMode says how runTx runs a transaction.
+type txMode struct {
+	write bool
+	// locked: the caller holds the journal's lock already (a journaled
+	// admission reads under it).
+	locked bool
+	// anyFile: skip the identity checks, to fold the journal into a
+	// store file that was removed before saving it aside.
+	anyFile bool
+}
+
+// runTx is run, with the journal (journal.go): a write transaction
+// holds the journal's lock from its begin, applies the entries not yet
+// folded before fn and starts the journal's next generation once its
+// commit is durable; a read transaction passes fn the entries not yet
+// folded when it began.
+func (s *Store) runTx(mode txMode, fn func(*bolt.Tx, []journalEntry) error) (err error) {
 	if w := s.wedged.Load(); w != nil {
 		return w
 	}
@@ -166,19 +186,45 @@ func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
 		}
 		err = damaged(s.path, panicError(s.path, r))
 	}()
-	if writable {
+	if mode.write && !mode.anyFile {
 		// Nothing is written to a file that is no longer the store
 		// (identity.go).
 		if err := s.identity(); err != nil {
 			return err
 		}
 	}
-	btx, err = s.db.Begin(writable)
+	j := s.j
+	unlock := func() {}
+	if j != nil && !mode.locked {
+		j.mu.Lock()
+		held := true
+		unlock = func() {
+			if held {
+				held = false
+				j.mu.Unlock()
+			}
+		}
+		defer unlock()
+	}
+	btx, err = s.db.Begin(mode.write)
 	if err != nil {
 		return err
 	}
-	err = fn(btx)
-	if err != nil || !writable {
+	var pend []journalEntry
+	folding := false
+	if j != nil {
+		switch {
+		case !mode.write:
+			pend = j.pending[:len(j.pending):len(j.pending)]
+		case j.dirty():
+			folding = true
+			err = applyEntries(&Tx{tx: btx, s: s}, j.pending, j.gen)
+		}
+	}
+	if err == nil {
+		err = fn(btx, pend)
+	}
+	if err != nil || !mode.write {
 		if rerr := btx.Rollback(); err == nil {
 			err = rerr
 		}
@@ -186,6 +232,14 @@ func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
 	}
 	if err := btx.Commit(); err != nil {
 		return s.named(err)
+	}
+	if folding {
+		failpoint("fold-committed")
+		j.reset()
+	}
+	unlock() // before the identity check, which may save the store aside
+	if mode.anyFile {
+		return nil
 	}
 	// Committed to the open file; acknowledged only if that file is still
 	// the store at its path.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/rukh-cli/rukh/internal/cliname"
 )
@@ -162,4 +163,34 @@ func (h *Held) Release() error {
 		<-idle
 	}
 	return s.Close()
+}
+
+// JournalBegin appends a begin record to the held store's journal
+// (Store.JournalBegin); ErrNotJournaled once released.
+func (h *Held) JournalBegin(inv *Invocation, max int, alive func(*Invocation) bool) error {
+	s, err := h.acquire()
+	if err != nil || s == nil {
+		return cmpOr(err, ErrNotJournaled)
+	}
+	defer h.done()
+	return s.JournalBegin(inv, max, alive)
+}
+
+// JournalFinish appends an outcome to the held store's journal
+// (Store.JournalFinish); ErrNotJournaled once released.
+func (h *Held) JournalFinish(id string, f *Finish, at time.Time) (bool, error) {
+	s, err := h.acquire()
+	if err != nil || s == nil {
+		return false, cmpOr(err, ErrNotJournaled)
+	}
+	defer h.done()
+	return s.JournalFinish(id, f, at)
+}
+
+// cmpOr returns err, or otherwise when err is nil.
+func cmpOr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
 }

@@ -167,6 +167,11 @@ func typeBits(mode uint32) fs.FileMode {
 // (RecoveredSuffix, or a numbered name when that exists), synced before it
 // is named. It never writes over an existing file.
 func (s *Store) saveAside() (string, error) {
+	// The journal's entries not yet folded go into the open file first,
+	// removed though it is, so that the copy holds them.
+	if err := s.fold(txMode{anyFile: true}); err != nil {
+		return "", fmt.Errorf("fold the journal into it: %w", err)
+	}
 	dir := filepath.Dir(s.path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("its directory %s is gone", dir)

@@ -177,11 +177,21 @@ func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(*Invocation) 
 	if open.Get([]byte(inv.ID)) != nil {
 		return fmt.Errorf("invocation %s already exists", inv.ID)
 	}
+	inv.Outcome, inv.FinishedAt = "", time.Time{}
+	return tx.putInvocation(records, open, inv)
+}
+
+// putInvocation records inv, admitted, as open, and prunes the oldest
+// finished records; an invocation already open is left as it is (a
+// journal entry applied again).
+func (tx *Tx) putInvocation(records, open *bolt.Bucket, inv *Invocation) error {
+	if open.Get([]byte(inv.ID)) != nil {
+		return nil
+	}
 	seq, err := records.NextSequence()
 	if err != nil {
 		return err
 	}
-	inv.Outcome, inv.FinishedAt = "", time.Time{}
 	data, err := encode(toInvRec(inv))
 	if err != nil {
 		return err
@@ -254,10 +264,7 @@ func (tx *Tx) Finish(id string, f *Finish, at time.Time) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	rec.Outcome, rec.Reason, rec.ExitStatus, rec.FinishedAt = f.Outcome, f.Reason, f.ExitStatus, at
-	rec.Detail = clip(f.Detail, 4096)
-	rec.Effects = f.Effects
-	rec.Attempt = Attempt{Action: clip(f.Attempt.Action, 256), Resource: clip(f.Attempt.Resource, 1024), ApprovalID: f.Attempt.ApprovalID}
+	rec.finish(f, at)
 	data, err := encode(toInvRec(rec))
 	if err != nil {
 		return false, err
@@ -266,6 +273,14 @@ func (tx *Tx) Finish(id string, f *Finish, at time.Time) (bool, error) {
 		return false, err
 	}
 	return true, open.Delete([]byte(id))
+}
+
+// finish sets the outcome f of an open invocation, as committed at at.
+func (inv *Invocation) finish(f *Finish, at time.Time) {
+	inv.Outcome, inv.Reason, inv.ExitStatus, inv.FinishedAt = f.Outcome, f.Reason, f.ExitStatus, at
+	inv.Detail = clip(f.Detail, 4096)
+	inv.Effects = f.Effects
+	inv.Attempt = Attempt{Action: clip(f.Attempt.Action, 256), Resource: clip(f.Attempt.Resource, 1024), ApprovalID: f.Attempt.ApprovalID}
 }
 
 // clip cuts s to at most n bytes, on a UTF-8 boundary.
@@ -315,6 +330,10 @@ func decodeInvocation(key, data []byte) (*Invocation, error) {
 	if err != nil {
 		return nil, &CorruptError{Bucket: string(bucketInvocations), Key: printKey(key), Err: err}
 	}
+	return fromInvRec(rec), nil
+}
+
+func fromInvRec(rec *invocationRec) *Invocation {
 	inv := &Invocation{
 		ID: rec.ID, Identity: rec.Identity, Digest: rec.Digest, Revision: rec.Revision,
 		Transport: rec.Transport, Task: rec.Task, PID: rec.PID, PIDStart: rec.PIDStart,
@@ -325,41 +344,117 @@ func decodeInvocation(key, data []byte) (*Invocation, error) {
 	if rec.Attempt != nil {
 		inv.Attempt = *rec.Attempt
 	}
-	return inv, nil
+	return inv
+}
+
+// attemptRec is an Attempt's CBOR form: nil when it names nothing.
+func attemptRec(a Attempt) *Attempt {
+	if a == (Attempt{}) {
+		return nil
+	}
+	return &a
 }
 
 func toInvRec(inv *Invocation) *invocationRec {
-	r := &invocationRec{
+	return &invocationRec{
 		ID: inv.ID, Identity: inv.Identity, Digest: inv.Digest, Revision: inv.Revision,
 		Transport: inv.Transport, Task: inv.Task, PID: inv.PID, PIDStart: inv.PIDStart,
 		StartedAt: nanos(inv.StartedAt), FinishedAt: nanos(inv.FinishedAt),
 		Outcome: inv.Outcome, Reason: inv.Reason, ExitStatus: inv.ExitStatus, Detail: inv.Detail,
 		Enforce: inv.Enforcement, Effects: inv.Effects, Subject: inv.Subject, Issuer: inv.Issuer,
+		Attempt: attemptRec(inv.Attempt),
 	}
-	if inv.Attempt != (Attempt{}) {
-		a := inv.Attempt
-		r.Attempt = &a
-	}
-	return r
 }
 
 // Invocations returns at most limit records (all for limit <= 0), newest
 // first.
 func (tx *Tx) Invocations(limit int) ([]*Invocation, error) {
+	begun, finished := tx.overlay()
+	var out []*Invocation
+	for i := len(begun) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
+		out = append(out, begun[i])
+	}
 	records, _, err := tx.invBuckets()
 	if err != nil || records == nil {
-		return nil, err
+		return out, err
 	}
-	var out []*Invocation
 	c := records.Cursor()
 	for k, v := c.Last(); k != nil && (limit <= 0 || len(out) < limit); k, v = c.Prev() {
 		inv, err := decodeInvocation(k, v)
 		if err != nil {
 			return nil, err
 		}
+		finished.apply(inv)
 		out = append(out, inv)
 	}
 	return out, nil
+}
+
+// outcomes are the journal's outcomes not yet folded, by invocation id.
+type outcomes map[string]*journalEntry
+
+// apply gives inv its outcome from the journal, if it is open and has
+// one there.
+func (o outcomes) apply(inv *Invocation) {
+	if e := o[inv.ID]; e != nil && inv.Open() {
+		inv.finish(e.finish, fromNanos(e.at))
+	}
+}
+
+// overlay returns what the journal's entries not yet folded add to the
+// records this transaction reads: the invocations they begin, oldest
+// first and with the outcomes they hold, and the outcomes of records
+// already in the store. A write transaction has folded them all.
+func (tx *Tx) overlay() (begun []*Invocation, finished outcomes) {
+	if len(tx.pend) == 0 {
+		return nil, nil
+	}
+	finished = outcomes{}
+	for i := range tx.pend {
+		if e := &tx.pend[i]; e.finish != nil {
+			if _, seen := finished[e.id]; !seen {
+				finished[e.id] = e // the first outcome stands
+			}
+		}
+	}
+	for _, e := range tx.pend {
+		if e.begin != nil {
+			inv := *e.begin
+			finished.apply(&inv)
+			begun = append(begun, &inv)
+		}
+	}
+	return begun, finished
+}
+
+// openInvocation returns invocation id if it is open, in the store and
+// the journal's entries not yet folded, or nil.
+func (tx *Tx) openInvocation(id string) (*Invocation, error) {
+	begun, finished := tx.overlay()
+	for _, inv := range begun {
+		if inv.ID == id {
+			if !inv.Open() {
+				return nil, nil
+			}
+			return inv, nil
+		}
+	}
+	records, open, err := tx.invBuckets()
+	if err != nil || open == nil {
+		return nil, err
+	}
+	key := open.Get([]byte(id))
+	if key == nil {
+		return nil, nil
+	}
+	inv, err := tx.invocationAt(records, key)
+	if err != nil {
+		return nil, err
+	}
+	if finished.apply(inv); !inv.Open() {
+		return nil, nil
+	}
+	return inv, nil
 }
 
 // FindInvocation returns the invocation whose id starts with prefix (at
@@ -396,13 +491,23 @@ func (tx *Tx) InvocationByID(id string) (*Invocation, error) {
 	if !validInvocationID(id) {
 		return nil, nil
 	}
+	begun, finished := tx.overlay()
+	for _, inv := range begun {
+		if inv.ID == id {
+			return inv, nil
+		}
+	}
 	records, open, err := tx.invBuckets()
 	if err != nil || records == nil {
 		return nil, err
 	}
 	if open != nil {
 		if key := open.Get([]byte(id)); key != nil {
-			return tx.invocationAt(records, key)
+			inv, err := tx.invocationAt(records, key)
+			if err == nil {
+				finished.apply(inv)
+			}
+			return inv, err
 		}
 	}
 	c := records.Cursor()

@@ -40,6 +40,30 @@ func TestMain(m *testing.M) {
 }
 
 var helpers = map[string]func(path string) error{
+	// journal-and-hang journals three begin records and one outcome, says
+	// "ready" and waits to be killed: a daemon killed with records not
+	// yet folded.
+	"journal-and-hang": func(path string) error {
+		s, err := store.Open(path, store.Options{Timeout: 5 * time.Second, Journal: true})
+		if err != nil {
+			return err
+		}
+		for n := 1; n <= 3; n++ {
+			if err := s.JournalBegin(journalInv(n, "agent"), 8, alive); err != nil {
+				return err
+			}
+		}
+		if _, err := s.JournalFinish(journalInv(1, "").ID, &store.Finish{Outcome: "succeeded"}, t0); err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return errors.New("not killed")
+	},
+	// journal-calls records calls as rukhd does, journaled, until the
+	// failpoint STORE_FAILPOINT kills it, saying "begin ID" and
+	// "finish ID" as each record is acknowledged.
+	"journal-calls": journalCalls,
 	// hold opens the store, says "ready" and keeps the lock until stdin
 	// closes.
 	"hold": func(path string) error {

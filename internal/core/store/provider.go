@@ -54,7 +54,9 @@ var (
 // saved outcomes (an empty answer would hide that the store is lost). A
 // store an older build wrote is migrated first (a read-write open, once),
 // so that the first read after an upgrade — `ext list`, a tool listing —
-// does not fail for want of an owner change.
+// does not fail for want of an owner change. So is a store beside a
+// journal a killed daemon left (UnfoldedError): the read-write open
+// applies it.
 func (f Files) View(fn func(*Tx) error) error {
 	if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
 		if lost := lostStore(f.Path); lost != nil {
@@ -63,7 +65,7 @@ func (f Files) View(fn func(*Tx) error) error {
 		return fn(nil)
 	}
 	s, err := Open(f.Path, Options{Timeout: f.timeout(), ReadOnly: true})
-	if oe := (*OldError)(nil); errors.As(err, &oe) {
+	if oe, ue := (*OldError)(nil), (*UnfoldedError)(nil); errors.As(err, &oe) || errors.As(err, &ue) {
 		var m *Store
 		if m, err = Open(f.Path, Options{Timeout: f.timeout()}); err == nil {
 			m.Close()

@@ -63,6 +63,11 @@ type Options struct {
 	// read-only Open never creates the file or its directory and never
 	// migrates.
 	ReadOnly bool
+	// Journal has a read-write Open keep a journal (journal.go) for
+	// JournalBegin and JournalFinish: what a host that holds the store
+	// for its whole life (rukhd) asks. A journal that cannot be made
+	// leaves the store without one.
+	Journal bool
 	// Recreate lets a read-write Open create a new, empty store where the
 	// file is missing though its directory holds what an earlier store
 	// recorded (*MissingError otherwise): only when the owner asks.
@@ -81,8 +86,9 @@ type Store struct {
 	// replaced is set once the path no longer names the open file
 	// (identity.go): no write is acknowledged from then on.
 	replaced atomic.Pointer[ReplacedError]
-	holder   string // who holds it open, for ReplacedError; "" for a command
-	id       fileID // the file opened at path
+	holder   string   // who holds it open, for ReplacedError; "" for a command
+	id       fileID   // the file opened at path
+	j        *journal // nil unless Options.Journal
 }
 
 // Open opens the store at path, creating it (and its directory, 0700) if
@@ -154,23 +160,38 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, &UnavailableError{Path: abs, Err: err}
 	}
 	s := &Store{db: db, lock: lock, path: abs, id: id}
-	if err := s.prepare(opts.ReadOnly, false); err != nil {
+	folded, err := s.prepare(opts.ReadOnly, false)
+	if err != nil {
 		db.Close()
 		release()
 		return nil, err
+	}
+	if opts.Journal && !opts.ReadOnly {
+		if s.j, err = s.openJournal(folded); err == nil {
+			s.startFolder()
+		}
 	}
 	return s, nil
 }
 
 // prepare checks the schema version, initializes or migrates the store
-// when needed (one write transaction), and caches the secret. An
-// up-to-date store is only read, so opening it costs no write.
+// when needed (one write transaction), caches the secret and applies
+// what a journal left beside it (replayJournal), returning the journal
+// generation the store has folded. An up-to-date store is only read, so
+// opening it costs no write.
 //
 // Only a file that create is making may be fresh (no buckets at all): an
 // existing store.db always holds a store, so an empty one is damage —
 // never a new store, whose empty release list would then let the sweep
 // delete every installed release.
-func (s *Store) prepare(readOnly, creating bool) error {
+func (s *Store) prepare(readOnly, creating bool) (uint64, error) {
+	if err := s.prepareStore(readOnly, creating); err != nil || creating {
+		return 0, err
+	}
+	return s.replayJournal(readOnly)
+}
+
+func (s *Store) prepareStore(readOnly, creating bool) error {
 	var version uint64
 	var fresh bool
 	err := s.run(false, func(tx *bolt.Tx) error {
@@ -253,7 +274,7 @@ func create(path string) error {
 		return fmt.Errorf("create the store at %s: %w", path, err)
 	}
 	s := &Store{db: db, path: tmp, id: id}
-	err = s.prepare(false, true)
+	_, err = s.prepare(false, true)
 	if cerr := s.closeBolt(); err == nil {
 		err = cerr
 	}
@@ -313,6 +334,7 @@ func readVersion(tx *bolt.Tx) (version uint64, fresh bool, err error) {
 
 // Close releases the file locks. Transactions must have finished.
 func (s *Store) Close() error {
+	s.closeJournal()
 	err := s.closeBolt()
 	if s.lock != nil {
 		s.lock.Close()
@@ -327,7 +349,7 @@ func (s *Store) Path() string { return s.path }
 // meets on the way — a panic in bbolt, a fault reading the file — is a
 // *CorruptError, as is a record that does not decode.
 func (s *Store) View(fn func(*Tx) error) error {
-	return s.run(false, func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+	return s.runTx(txMode{}, func(btx *bolt.Tx, pend []journalEntry) error { return fn(&Tx{tx: btx, s: s, pend: pend}) })
 }
 
 // Update runs fn in one read-write transaction, committed when fn returns
@@ -343,6 +365,9 @@ func (s *Store) Update(fn func(*Tx) error) error {
 type Tx struct {
 	tx *bolt.Tx
 	s  *Store
+	// pend are the journal's entries not yet folded when a read
+	// transaction began (overlay); a write transaction folds them.
+	pend []journalEntry
 }
 
 // Secret returns a copy of the per-store 32-byte random secret (for

@@ -1,0 +1,382 @@
+package store_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rukh-cli/rukh/internal/core/store"
+	"github.com/rukh-cli/rukh/internal/core/store/storetest"
+)
+
+
+func alive(*store.Invocation) bool { return true }
+func gone(*store.Invocation) bool  { return false }
+
+// journalInv is the begin record of invocation n of task.
+func journalInv(n int, task string) *store.Invocation {
+	return &store.Invocation{
+		ID: fmt.Sprintf("%032x", n), Identity: "acme.deploy/status", Digest: digest("r"), Revision: 1,
+		Transport: "mcp", Task: task, PID: os.Getpid(), StartedAt: t0.Add(time.Duration(n) * time.Second),
+	}
+}
+
+// openJournaled opens a store at a fresh path with a journal.
+func openJournaled(t *testing.T) (string, *store.Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rukh.db")
+	s, err := store.Open(path, store.Options{Timeout: time.Second, Journal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, s
+}
+
+// invocations reads every record, newest first, as a map by id; an id
+// found twice fails the test.
+func invocations(t *testing.T, s *store.Store) map[string]*store.Invocation {
+	t.Helper()
+	out := map[string]*store.Invocation{}
+	err := s.View(func(tx *store.Tx) error {
+		all, err := tx.Invocations(0)
+		for _, inv := range all {
+			if out[inv.ID] != nil {
+				t.Errorf("invocation %s is recorded twice", inv.ID)
+			}
+			out[inv.ID] = inv
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// storeBytes is the store file's content: what bbolt committed.
+func storeBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestJournaledRecords: with a journal, a begin record and an outcome are
+// durable without a commit to the store file, every read sees them, and
+// they are in the store once it is closed and opened again.
+func TestJournaledRecords(t *testing.T) {
+	path, s := openJournaled(t)
+	before := storeBytes(t, path)
+
+	a, b := journalInv(1, "agent"), journalInv(2, "agent")
+	for _, inv := range []*store.Invocation{a, b} {
+		if err := s.JournalBegin(inv, 8, alive); err != nil {
+			t.Fatalf("JournalBegin %s: %v", inv.ID, err)
+		}
+	}
+	if ok, err := s.JournalFinish(a.ID, &store.Finish{Outcome: "succeeded", ExitStatus: 0, Detail: "done"}, t0.Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("JournalFinish = %v, %v; want true, nil", ok, err)
+	}
+	// The first outcome stands.
+	if ok, err := s.JournalFinish(a.ID, &store.Finish{Outcome: "failed"}, t0); err != nil || ok {
+		t.Fatalf("a second JournalFinish = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := s.JournalFinish(fmt.Sprintf("%032x", 99), &store.Finish{Outcome: "failed"}, t0); err != nil || ok {
+		t.Fatalf("JournalFinish of an unknown invocation = %v, %v; want false, nil", ok, err)
+	}
+	if !bytes.Equal(before, storeBytes(t, path)) {
+		t.Error("the store file changed: the records were committed to bbolt, not journaled")
+	}
+
+	check := func(s *store.Store, when string) {
+		t.Helper()
+		got := invocations(t, s)
+		if len(got) != 2 {
+			t.Fatalf("%s: %d invocations, want 2", when, len(got))
+		}
+		if ga := got[a.ID]; ga.Outcome != "succeeded" || ga.Detail != "done" || !ga.FinishedAt.Equal(t0.Add(time.Minute)) {
+			t.Errorf("%s: %s is %+v, want succeeded at %v", when, a.ID, ga, t0.Add(time.Minute))
+		}
+		if gb := got[b.ID]; !gb.Open() || gb.Task != "agent" {
+			t.Errorf("%s: %s is %+v, want open under task agent", when, b.ID, gb)
+		}
+		err := s.View(func(tx *store.Tx) error {
+			all, err := tx.Invocations(0)
+			if err == nil && (len(all) != 2 || all[0].ID != b.ID) {
+				t.Errorf("%s: Invocations = %d records, newest %s; want 2, newest %s", when, len(all), all[0].ID, b.ID)
+			}
+			inv, err := tx.InvocationByID(a.ID)
+			if err == nil && (inv == nil || inv.Outcome != "succeeded") {
+				t.Errorf("%s: InvocationByID(%s) = %+v, want it succeeded", when, a.ID, inv)
+			}
+			found, err := tx.FindInvocation(b.ID)
+			if err == nil && (found == nil || found.ID != b.ID) {
+				t.Errorf("%s: FindInvocation(%s) = %+v", when, b.ID, found)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(s, "journaled")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check(s, "after Close and Open")
+	if err := storetest.Check(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJournaledAdmission: a journaled admission counts the store's open
+// records and the journal's, refuses a full task with *BusyError, and
+// leaves an admission that must resolve a lost host to BeginInvocation.
+func TestJournaledAdmission(t *testing.T) {
+	_, s := openJournaled(t)
+	defer s.Close()
+	// One open record in the store itself, one in the journal.
+	mustUpdate(t, s, func(tx *store.Tx) error { return tx.BeginInvocation(journalInv(1, "agent"), 8, alive, t0) })
+	if err := s.JournalBegin(journalInv(2, "agent"), 8, alive); err != nil {
+		t.Fatal(err)
+	}
+	var busy *store.BusyError
+	if err := s.JournalBegin(journalInv(3, "agent"), 2, alive); !errors.As(err, &busy) || busy.Max != 2 {
+		t.Fatalf("a third call under a limit of 2 = %v, want *BusyError", err)
+	}
+	if err := s.JournalBegin(journalInv(3, "other"), 1, alive); err != nil {
+		t.Fatalf("another task's call = %v", err)
+	}
+	if err := s.JournalBegin(journalInv(2, "other"), 8, alive); err == nil {
+		t.Fatal("a second begin of the same id was admitted")
+	}
+	// An outcome in the journal frees the slot.
+	if ok, err := s.JournalFinish(journalInv(1, "agent").ID, &store.Finish{Outcome: "succeeded"}, t0); !ok || err != nil {
+		t.Fatalf("JournalFinish = %v, %v", ok, err)
+	}
+	if err := s.JournalBegin(journalInv(4, "agent"), 2, alive); err != nil {
+		t.Fatalf("a call after one finished = %v", err)
+	}
+	// A gone host is resolved by a write: not here.
+	if err := s.JournalBegin(journalInv(5, "agent"), 8, gone); !errors.Is(err, store.ErrNotJournaled) {
+		t.Fatalf("with a host gone = %v, want ErrNotJournaled", err)
+	}
+	// BeginInvocation, in a write transaction, sees the journal's records
+	// (folded first) and resolves them.
+	mustUpdate(t, s, func(tx *store.Tx) error { return tx.BeginInvocation(journalInv(5, "agent"), 8, gone, t0) })
+	got := invocations(t, s)
+	if len(got) != 5 {
+		t.Fatalf("%d invocations, want 5", len(got))
+	}
+	for _, n := range []int{2, 3, 4} {
+		if inv := got[journalInv(n, "").ID]; inv.Outcome != "execution_failed" || inv.Reason != "host_lost" {
+			t.Errorf("invocation %d is %s/%s, want execution_failed/host_lost", n, inv.Outcome, inv.Reason)
+		}
+	}
+	if inv := got[journalInv(1, "").ID]; inv.Outcome != "succeeded" {
+		t.Errorf("invocation 1 is %s, want succeeded", inv.Outcome)
+	}
+}
+
+// TestWithoutJournal: a store opened without Options.Journal appends
+// nothing; a record too large for an entry goes to the store.
+func TestWithoutJournal(t *testing.T) {
+	_, plain := openPath(t)
+	defer plain.Close()
+	if err := plain.JournalBegin(journalInv(1, "agent"), 8, alive); !errors.Is(err, store.ErrNotJournaled) {
+		t.Fatalf("JournalBegin without a journal = %v, want ErrNotJournaled", err)
+	}
+	if _, err := plain.JournalFinish(journalInv(1, "agent").ID, &store.Finish{Outcome: "succeeded"}, t0); !errors.Is(err, store.ErrNotJournaled) {
+		t.Fatalf("JournalFinish without a journal = %v, want ErrNotJournaled", err)
+	}
+	_, s := openJournaled(t)
+	defer s.Close()
+	big := journalInv(2, "agent")
+	big.Identity = string(bytes.Repeat([]byte("x"), 40<<10))
+	if err := s.JournalBegin(big, 8, alive); !errors.Is(err, store.ErrNotJournaled) {
+		t.Fatalf("a 40 KiB record = %v, want ErrNotJournaled", err)
+	}
+}
+
+// TestJournalFillsAndFolds: a journal that fills is folded by the write
+// that takes the record instead, and then takes entries again; every
+// record is there once.
+func TestJournalFillsAndFolds(t *testing.T) {
+	path, s := openJournaled(t)
+	n := 0
+	fallbacks := 0
+	detail := string(bytes.Repeat([]byte("d"), 20<<10))
+	for n < 150 {
+		n++
+		inv := journalInv(n, "agent")
+		inv.Identity = detail // 20 KiB an entry: the journal fills before FoldAfter
+		err := s.JournalBegin(inv, 1<<20, alive)
+		if errors.Is(err, store.ErrNotJournaled) {
+			fallbacks++
+			err = s.Batch(func(tx *store.Tx) error { return tx.BeginInvocation(inv, 1<<20, alive, t0) })
+		}
+		if err != nil {
+			t.Fatalf("call %d: %v", n, err)
+		}
+	}
+	got := invocations(t, s)
+	if len(got) != n {
+		t.Fatalf("%d invocations, want %d", len(got), n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := invocations(t, s); len(got) != n {
+		t.Fatalf("after reopening: %d invocations, want %d", len(got), n)
+	}
+	if err := storetest.Check(s); err != nil {
+		t.Fatal(err)
+	}
+	if fallbacks == 0 {
+		t.Fatalf("none of %d begins of 20 KiB found the journal full", n)
+	}
+}
+
+// TestReadOnlyOpenOfAJournal: a read-only open refuses a store whose
+// journal holds what it has not folded (*UnfoldedError); Files.View
+// applies it with a read-write open and reads it all.
+func TestReadOnlyOpenOfAJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rukh.db")
+	p := startHelper(t, "journal-and-hang", path, true)
+	p.kill(t)
+
+	_, err := store.Open(path, store.Options{Timeout: time.Second, ReadOnly: true})
+	var unfolded *store.UnfoldedError
+	if !errors.As(err, &unfolded) || unfolded.Path != path+store.JournalSuffix {
+		t.Fatalf("a read-only open = %v, want *UnfoldedError naming %s", err, path+store.JournalSuffix)
+	}
+	var n int
+	err = store.Files{Path: path}.View(func(tx *store.Tx) error {
+		all, err := tx.Invocations(0)
+		n = len(all)
+		return err
+	})
+	if err != nil || n != 3 {
+		t.Fatalf("Files.View = %d invocations, %v; want 3", n, err)
+	}
+	s, err := store.Open(path, store.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a read-only open after the journal was applied: %v", err)
+	}
+	s.Close()
+}
+
+// TestJournalOfAnotherStore: a journal beside a store that is not its
+// own (the store was replaced by a new one) is set aside, not applied,
+// and a new one is made.
+func TestJournalOfAnotherStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rukh.db")
+	p := startHelper(t, "journal-and-hang", path, true)
+	p.kill(t)
+	journal := path + store.JournalSuffix
+	old, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(path, store.Options{Timeout: time.Second, Recreate: true, Journal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := invocations(t, s); len(got) != 0 {
+		t.Errorf("the new store has %d invocations from another store's journal", len(got))
+	}
+	aside, err := os.ReadFile(journal + ".aside")
+	if err != nil || !bytes.Equal(aside, old) {
+		t.Fatalf("the other store's journal was not set aside whole (%v)", err)
+	}
+	if err := s.JournalBegin(journalInv(9, "agent"), 8, alive); err != nil {
+		t.Fatalf("the new journal: %v", err)
+	}
+}
+
+// TestStoreRemovedUnderAJournal: when the store file is removed under a
+// journaled store, the record being appended is not acknowledged, and
+// the copy saved aside holds every record acknowledged before it.
+func TestStoreRemovedUnderAJournal(t *testing.T) {
+	path, s := openJournaled(t)
+	defer s.Close()
+	if err := s.JournalBegin(journalInv(1, "agent"), 8, alive); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.JournalFinish(journalInv(1, "").ID, &store.Finish{Outcome: "succeeded"}, t0); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	var replaced *store.ReplacedError
+	if err := s.JournalBegin(journalInv(2, "agent"), 8, alive); !errors.As(err, &replaced) || replaced.Recovered == "" {
+		t.Fatalf("JournalBegin after the store was removed = %v, want *ReplacedError with a copy", err)
+	}
+	s.Close()
+	if err := os.Rename(replaced.Recovered, path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	got := invocations(t, back)
+	if inv := got[journalInv(1, "").ID]; inv == nil || inv.Outcome != "succeeded" {
+		t.Fatalf("the recovered store holds %+v, want invocation 1 succeeded", inv)
+	}
+	if err := storetest.Check(back); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJournalRemovedUnderAStore: a journal removed while the store is
+// open has what it held folded into the store at once; nothing more is
+// appended to it, and nothing acknowledged is lost.
+func TestJournalRemovedUnderAStore(t *testing.T) {
+	path, s := openJournaled(t)
+	defer s.Close()
+	if err := s.JournalBegin(journalInv(1, "agent"), 8, alive); err != nil {
+		t.Fatal(err)
+	}
+	before := storeBytes(t, path)
+	if err := os.Remove(path + store.JournalSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.JournalBegin(journalInv(2, "agent"), 8, alive); err != nil {
+		t.Fatalf("the append that finds its journal removed: %v", err)
+	}
+	if bytes.Equal(before, storeBytes(t, path)) {
+		t.Fatal("the store file did not change: the removed journal's records were not folded into it")
+	}
+	if err := s.JournalBegin(journalInv(3, "agent"), 8, alive); !errors.Is(err, store.ErrNotJournaled) {
+		t.Fatalf("an append after = %v, want ErrNotJournaled", err)
+	}
+	if _, err := os.Lstat(path + store.JournalSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the removed journal is back: %v", err)
+	}
+	if got := invocations(t, s); len(got) != 2 {
+		t.Fatalf("%d invocations, want 2", len(got))
+	}
+}
