@@ -331,12 +331,8 @@ func setAside(path string) error {
 // replayJournal applies, in one transaction, the entries a journal
 // holds that the store has not folded, and records their generation.
 // A read-only open cannot: it returns *UnfoldedError when there are any.
-// It returns the generation the store has folded.
-func (s *Store) replayJournal(readOnly bool) (uint64, error) {
-	folded, err := s.foldedGeneration()
-	if err != nil {
-		return 0, err
-	}
+// It returns the generation the store has folded, folded before it.
+func (s *Store) replayJournal(readOnly bool, folded uint64) (uint64, error) {
 	h, entries, err := readJournal(s.path, storeTag(s.secret), folded)
 	if bad := (*badJournal)(nil); errors.As(err, &bad) {
 		if readOnly {
@@ -365,22 +361,18 @@ func (s *Store) replayJournal(readOnly bool) (uint64, error) {
 	return h.gen, nil
 }
 
-// foldedGeneration reads the last journal generation the store folded.
-func (s *Store) foldedGeneration() (uint64, error) {
-	var gen uint64
-	err := s.run(false, func(btx *bolt.Tx) error {
-		v := btx.Bucket(bucketMeta).Get(keyJournal)
-		if v == nil {
-			return nil
-		}
-		n, ok := keyU64(v)
-		if !ok {
-			return &CorruptError{Bucket: string(bucketMeta), Key: string(keyJournal), Err: fmt.Errorf("journal generation has %d bytes, want 8", len(v))}
-		}
-		gen = n
-		return nil
-	})
-	return gen, err
+// foldedGeneration reads the last journal generation the store folded
+// from its meta bucket.
+func foldedGeneration(meta *bolt.Bucket) (uint64, error) {
+	v := meta.Get(keyJournal)
+	if v == nil {
+		return 0, nil
+	}
+	n, ok := keyU64(v)
+	if !ok {
+		return 0, &CorruptError{Bucket: string(bucketMeta), Key: string(keyJournal), Err: fmt.Errorf("journal generation has %d bytes, want 8", len(v))}
+	}
+	return n, nil
 }
 
 // applyEntries applies journal entries in tx and records gen as folded.

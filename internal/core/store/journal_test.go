@@ -13,7 +13,6 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/store/storetest"
 )
 
-
 func alive(*store.Invocation) bool { return true }
 func gone(*store.Invocation) bool  { return false }
 

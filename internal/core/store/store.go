@@ -185,50 +185,56 @@ func Open(path string, opts Options) (*Store, error) {
 // never a new store, whose empty release list would then let the sweep
 // delete every installed release.
 func (s *Store) prepare(readOnly, creating bool) (uint64, error) {
-	if err := s.prepareStore(readOnly, creating); err != nil || creating {
+	folded, err := s.prepareStore(readOnly, creating)
+	if err != nil || creating {
 		return 0, err
 	}
-	return s.replayJournal(readOnly)
+	return s.replayJournal(readOnly, folded)
 }
 
-func (s *Store) prepareStore(readOnly, creating bool) error {
+// prepareStore is prepare without the journal, whose folded generation
+// it returns.
+func (s *Store) prepareStore(readOnly, creating bool) (folded uint64, err error) {
 	var version uint64
 	var fresh bool
-	err := s.run(false, func(tx *bolt.Tx) error {
+	err = s.run(false, func(tx *bolt.Tx) error {
 		var err error
 		version, fresh, err = readVersion(tx)
 		return err
 	})
 	if ce := (*CorruptError)(nil); errors.As(err, &ce) {
-		return err
+		return 0, err
 	} else if err != nil {
-		return fmt.Errorf("the store at %s: %w", s.path, err)
+		return 0, fmt.Errorf("the store at %s: %w", s.path, err)
 	}
 	if fresh && !creating {
-		return damaged(s.path, errors.New("it holds no buckets at all, not even the meta bucket every store has"))
+		return 0, damaged(s.path, errors.New("it holds no buckets at all, not even the meta bucket every store has"))
 	}
 	if version > SchemaVersion {
-		return &FutureError{Path: s.path, Found: version, Supported: SchemaVersion}
+		return 0, &FutureError{Path: s.path, Found: version, Supported: SchemaVersion}
 	}
 	if version < SchemaVersion {
 		if readOnly {
-			return &OldError{Path: s.path, Found: version, Supported: SchemaVersion}
+			return 0, &OldError{Path: s.path, Found: version, Supported: SchemaVersion}
 		}
 		err := s.run(true, func(tx *bolt.Tx) error { return migrate(tx, version) })
 		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
-			return err
+			return 0, err
 		} else if err != nil {
-			return fmt.Errorf("migrate the store at %s from schema version %d: %w", s.path, version, err)
+			return 0, fmt.Errorf("migrate the store at %s from schema version %d: %w", s.path, version, err)
 		}
 	}
-	return s.run(false, func(tx *bolt.Tx) error {
-		secret := tx.Bucket(bucketMeta).Get(keySecret)
+	err = s.run(false, func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		secret := meta.Get(keySecret)
 		if len(secret) != secretSize {
 			return &CorruptError{Bucket: string(bucketMeta), Key: string(keySecret), Err: fmt.Errorf("secret has %d bytes, want %d", len(secret), secretSize)}
 		}
 		s.secret = append([]byte(nil), secret...)
-		return nil
+		folded, err = foldedGeneration(meta)
+		return err
 	})
+	return folded, err
 }
 
 // ensureStoreFile makes sure a store file exists at path before bbolt
