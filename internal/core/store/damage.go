@@ -151,7 +151,9 @@ type txMode struct {
 	// admission reads under it).
 	locked bool
 	// anyFile: skip the identity checks, to fold the journal into a
-	// store file that was removed before saving it aside.
+	// store file that was removed before saving it aside; the journal
+	// is left as it is (its entries also serve a store put back from an
+	// older copy, should the copy not be made).
 	anyFile bool
 }
 
@@ -215,10 +217,14 @@ func (s *Store) runTx(mode txMode, fn func(*bolt.Tx, []journalEntry) error) (err
 	if j != nil {
 		switch {
 		case !mode.write:
+			// The snapshot is consistent with btx; later appends go past
+			// its capacity and a fold replaces the slice, so it needs no
+			// lock, and a read holds none while fn runs.
 			pend = j.pending[:len(j.pending):len(j.pending)]
+			unlock()
 		case j.dirty():
 			folding = true
-			err = applyEntries(&Tx{tx: btx, s: s}, j.pending, j.gen)
+			err = applyEntries(&Tx{tx: btx, s: s}, j.pending, j.head.gen)
 		}
 	}
 	if err == nil {
@@ -233,7 +239,7 @@ func (s *Store) runTx(mode txMode, fn func(*bolt.Tx, []journalEntry) error) (err
 	if err := btx.Commit(); err != nil {
 		return s.named(err)
 	}
-	if folding {
+	if folding && !mode.anyFile {
 		failpoint("fold-committed")
 		j.reset()
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -25,9 +26,14 @@ import (
 // The file is zero-filled when it is made, so that writing an entry
 // overwrites allocated blocks and its fdatasync writes no metadata. Its
 // header holds a magic string, a tag of the store it belongs to (from
-// the store's secret), a generation and a CRC-32C. Each entry holds its
-// length, a CRC-32C, the generation it was written in and the CBOR of
-// the record; entries follow one another from the header on.
+// the store's secret), a generation, a random salt new with every header
+// and a CRC-32C. Each entry holds its length, a CRC-32C, the salt of the
+// header it was written under and the CBOR of the record; entries follow
+// one another from the header on. The salt, not the generation, is what
+// ties entries to their header: a header that never reached the disk
+// (a power cut after a reset) leaves the one before it, and a process
+// that then starts the same generation number again writes another salt,
+// so what the lost header's entries left on the disk never reads as its.
 //
 // Entries written since the last fold are kept in memory too (pending).
 // Every write transaction first applies them to bbolt (folds), and
@@ -38,7 +44,7 @@ import (
 // Replay, at every read-write Open: when the header's generation is
 // newer than the one the store folded last, the entries of that
 // generation are read up to the first that is short, fails its CRC or
-// belongs to another generation, and applied in one transaction that
+// has another salt, and applied in one transaction that
 // records the generation. A crash between that commit (or any fold's)
 // and the next generation's header so applies nothing twice.
 
@@ -71,6 +77,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // failpoint marks a point where the journal's crash tests stop the
 // process (failpoint_test.go); it does nothing otherwise.
 var failpoint = func(string) {}
+
+// fdatasync makes an append durable; tests make it fail.
+var fdatasync = unix.Fdatasync
 
 // keyJournal is the meta key of the last journal generation folded.
 var keyJournal = []byte("journal")
@@ -145,12 +154,11 @@ type journal struct {
 	path string
 	f    *os.File
 	id   fileID
-	tag  [16]byte
 
 	// mu orders appends, the pending list and folds: a write transaction
 	// holds it from its begin to the journal's reset.
 	mu      sync.Mutex
-	gen     uint64
+	head    journalHeader // the header entries are written under
 	off     int64          // where the next entry goes
 	pending []journalEntry // written since the last fold, in order
 	written uint64         // entries written, ever: an append's sequence number
@@ -176,8 +184,16 @@ func storeTag(secret []byte) [16]byte {
 
 // journalHeader is a header's content.
 type journalHeader struct {
-	tag [16]byte
-	gen uint64
+	tag  [16]byte
+	gen  uint64
+	salt uint64 // random, new with every header written
+}
+
+// newHeader is the header of generation gen, with a new salt.
+func newHeader(tag [16]byte, gen uint64) journalHeader {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return journalHeader{tag: tag, gen: gen, salt: binary.BigEndian.Uint64(b[:])}
 }
 
 func (h journalHeader) bytes() []byte {
@@ -185,7 +201,8 @@ func (h journalHeader) bytes() []byte {
 	copy(b, journalMagic[:])
 	copy(b[16:], h.tag[:])
 	binary.BigEndian.PutUint64(b[32:], h.gen)
-	binary.BigEndian.PutUint32(b[40:], crc32.Checksum(b[:40], castagnoli))
+	binary.BigEndian.PutUint64(b[40:], h.salt)
+	binary.BigEndian.PutUint32(b[48:], crc32.Checksum(b[:48], castagnoli))
 	return b
 }
 
@@ -196,19 +213,20 @@ func parseJournalHeader(b []byte) (journalHeader, error) {
 		return h, fmt.Errorf("the file has %d bytes, shorter than a header", len(b))
 	case [16]byte(b[:16]) != journalMagic:
 		return h, errors.New("it does not begin as a journal does")
-	case binary.BigEndian.Uint32(b[40:]) != crc32.Checksum(b[:40], castagnoli):
+	case binary.BigEndian.Uint32(b[48:]) != crc32.Checksum(b[:48], castagnoli):
 		return h, errors.New("its header fails its checksum")
 	}
 	h.tag = [16]byte(b[16:32])
 	h.gen = binary.BigEndian.Uint64(b[32:])
+	h.salt = binary.BigEndian.Uint64(b[40:])
 	return h, nil
 }
 
-// readEntries returns the records of generation gen that follow the
-// header in b, up to the first entry that is short, fails its CRC or
-// belongs to another generation: what the journal holds. An entry that
-// passes its CRC and does not decode is damage.
-func readEntries(b []byte, gen uint64) ([]journalEntry, error) {
+// readEntries returns the records written under the header of salt
+// that follow the header in b, up to the first entry that is short,
+// fails its CRC or has another salt: what the journal holds. An entry
+// that passes its CRC and does not decode is damage.
+func readEntries(b []byte, salt uint64) ([]journalEntry, error) {
 	var out []journalEntry
 	off := journalHeaderSize
 	for off+entryHeaderSize <= len(b) {
@@ -218,7 +236,7 @@ func readEntries(b []byte, gen uint64) ([]journalEntry, error) {
 			break
 		}
 		body := b[off+8 : off+entryHeaderSize+n]
-		if crc32.Checksum(body, castagnoli) != sum || binary.BigEndian.Uint64(body) != gen {
+		if crc32.Checksum(body, castagnoli) != sum || binary.BigEndian.Uint64(body) != salt {
 			break
 		}
 		e, err := decodeEntry(body[8:])
@@ -231,11 +249,11 @@ func readEntries(b []byte, gen uint64) ([]journalEntry, error) {
 	return out, nil
 }
 
-// entryBytes frames record data as an entry of generation gen.
-func entryBytes(gen uint64, data []byte) []byte {
+// entryBytes frames record data as an entry under the header of salt.
+func entryBytes(salt uint64, data []byte) []byte {
 	b := make([]byte, entryHeaderSize+len(data))
 	binary.BigEndian.PutUint32(b, uint32(len(data)))
-	binary.BigEndian.PutUint64(b[8:], gen)
+	binary.BigEndian.PutUint64(b[8:], salt)
 	copy(b[entryHeaderSize:], data)
 	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
 	return b
@@ -251,7 +269,7 @@ func openJournalFile(path string, flag int) (*os.File, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%s is not a regular file", path)
+		err = fmt.Errorf("%s: %w", path, errNotRegular)
 	}
 	if err != nil {
 		f.Close()
@@ -260,23 +278,34 @@ func openJournalFile(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
+// errNotRegular is a journal path that names no regular file.
+var errNotRegular = errors.New("not a regular file")
+
 // readJournal reads the journal beside the store at storePath: its
 // header and, when its generation is newer than folded, its entries.
-// A missing journal is (nil, nil, nil). A header that is not one, or a
-// journal of another store, is *badJournal: set aside, never read.
+// A missing journal is (nil, nil, nil). What cannot be this store's
+// journal (a symbolic link or not a regular file, a header that is not
+// one, another store's tag) is *badJournal: set aside, never read. A
+// journal that cannot be read now is *UnavailableError: the open fails.
 func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader, []journalEntry, error) {
 	path := storePath + JournalSuffix
 	f, err := openJournalFile(path, os.O_RDONLY)
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, nil
-	}
-	if err != nil {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, errNotRegular):
 		return nil, nil, &badJournal{path: path, err: err}
+	case err != nil:
+		// It may hold acknowledged records: never set aside for a
+		// failure that may pass (EACCES, EMFILE, EIO).
+		return nil, nil, &UnavailableError{Path: path, Err: err}
 	}
 	defer f.Close()
 	head := make([]byte, journalHeaderSize)
-	if _, err := io.ReadFull(f, head); err != nil {
-		return nil, nil, &badJournal{path: path, err: fmt.Errorf("read its header: %w", err)}
+	if _, err := io.ReadFull(f, head); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, nil, &badJournal{path: path, err: fmt.Errorf("it is shorter than a header")}
+	} else if err != nil {
+		return nil, nil, &UnavailableError{Path: path, Err: err}
 	}
 	h, err := parseJournalHeader(head)
 	if err == nil && h.tag != tag {
@@ -292,7 +321,7 @@ func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader,
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the journal %s: %w", path, err)
 	}
-	entries, err := readEntries(append(head, rest...), h.gen)
+	entries, err := readEntries(append(head, rest...), h.salt)
 	if err != nil {
 		return nil, nil, &CorruptError{Path: path, Err: err}
 	}
@@ -428,9 +457,9 @@ func (s *Store) openJournal(folded uint64) (*journal, error) {
 			gen = max(gen, h.gen)
 		}
 	}
-	j := &journal{path: path, f: f, tag: tag, gen: gen + 1, off: journalHeaderSize}
+	j := &journal{path: path, f: f, head: newHeader(tag, gen+1), off: journalHeaderSize}
 	if j.id, err = statID(f); err == nil {
-		if _, err = f.WriteAt(journalHeader{tag: tag, gen: j.gen}.bytes(), 0); err == nil {
+		if _, err = f.WriteAt(j.head.bytes(), 0); err == nil {
 			err = unix.Fdatasync(int(f.Fd()))
 		}
 	}
@@ -471,7 +500,7 @@ func makeJournal(path string) error {
 // write appends an entry of data and returns its sequence number. The
 // caller holds mu; the entry is durable once sync has passed it.
 func (j *journal) write(data []byte) (uint64, error) {
-	b := entryBytes(j.gen, data)
+	b := entryBytes(j.head.salt, data)
 	if _, err := j.f.WriteAt(b, j.off); err != nil {
 		return 0, err
 	}
@@ -503,7 +532,7 @@ func (j *journal) sync(seq uint64) error {
 		// having written what the failed one did not: none counts.
 		return failed
 	}
-	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
+	if err := fdatasync(int(j.f.Fd())); err != nil {
 		j.mu.Lock()
 		if j.err == nil {
 			j.err = err
@@ -525,12 +554,13 @@ func (j *journal) reset() {
 	if j.err != nil {
 		return
 	}
-	if _, err := j.f.WriteAt(journalHeader{tag: j.tag, gen: j.gen + 1}.bytes(), 0); err != nil {
+	next := newHeader(j.head.tag, j.head.gen+1)
+	if _, err := j.f.WriteAt(next.bytes(), 0); err != nil {
 		j.err = err
 		return
 	}
 	failpoint("journal-reset")
-	j.gen++
+	j.head = next
 	j.off = journalHeaderSize
 }
 

@@ -27,12 +27,17 @@ var (
 // whose host is gone: resolving it is a write, for Batch.
 var errHostGone = errors.New("an open invocation's host is gone")
 
+// errFull stops a journaled admission whose task is at its limit: the
+// refusal, and whatever may free a slot first, is Batch's.
+var errFull = errors.New("the task is at its limit")
+
 // JournalBegin admits inv against its task's limit of max open
 // invocations and records it, as BeginInvocation does, and returns once
 // its begin record is durable in the journal. It returns ErrNotJournaled,
 // having recorded nothing, when the store keeps no journal, the record
-// does not fit, the journal failed, or an open record's host is gone
-// (alive reports false): then BeginInvocation, in Batch, does it all.
+// does not fit, the journal failed, an open record's host is gone
+// (alive reports false) or the task is at its limit: then
+// BeginInvocation, in Batch, does it all (and refuses with *BusyError).
 func (s *Store) JournalBegin(inv *Invocation, max int, alive func(*Invocation) bool) error {
 	j := s.j
 	if j == nil {
@@ -60,7 +65,7 @@ func (s *Store) JournalBegin(inv *Invocation, max int, alive func(*Invocation) b
 	}
 	if err := s.admitJournaled(inv, max, alive); err != nil {
 		j.mu.Unlock()
-		if errors.Is(err, errHostGone) {
+		if errors.Is(err, errHostGone) || errors.Is(err, errFull) {
 			return ErrNotJournaled
 		}
 		return err
@@ -76,17 +81,19 @@ func (s *Store) JournalBegin(inv *Invocation, max int, alive func(*Invocation) b
 		// generation as folded, so the entry counts for nothing even if
 		// it reached the disk.
 		j.mu.Lock()
-		defer j.mu.Unlock()
-		if j.folded >= seq {
-			return s.ackJournaled()
-		}
-		for i := range j.pending {
-			if j.pending[i].begin == e.begin {
-				j.pending = append(j.pending[:i:i], j.pending[i+1:]...)
-				break
+		folded := j.folded >= seq
+		if !folded {
+			for i := range j.pending {
+				if j.pending[i].begin == e.begin {
+					j.pending = append(j.pending[:i:i], j.pending[i+1:]...)
+					break
+				}
 			}
 		}
-		return ErrNotJournaled
+		j.mu.Unlock()
+		if !folded {
+			return ErrNotJournaled
+		}
 	}
 	return s.ackJournaled()
 }
@@ -164,8 +171,8 @@ func (s *Store) append(e journalEntry, data []byte) (uint64, error) {
 
 // admitJournaled is BeginInvocation's admission over the store and the
 // journal's pending entries, without writing: inv's task must have fewer
-// than max open invocations, and every open one a live host
-// (errHostGone otherwise). The caller holds the journal's lock.
+// than max open invocations (errFull otherwise), and every open one a
+// live host (errHostGone otherwise). The caller holds the journal's lock.
 func (s *Store) admitJournaled(inv *Invocation, max int, alive func(*Invocation) bool) error {
 	return s.runTx(txMode{locked: true}, func(btx *bolt.Tx, _ []journalEntry) error {
 		tx := &Tx{tx: btx, s: s, pend: s.j.pending}
@@ -207,7 +214,9 @@ func (s *Store) admitJournaled(inv *Invocation, max int, alive func(*Invocation)
 			}
 		}
 		if running >= max {
-			return &BusyError{Task: inv.Task, Max: max}
+			// Batch decides: it commits the outcomes saved aside first
+			// (invoke's settlePending), which may free a slot.
+			return errFull
 		}
 		return nil
 	})
