@@ -158,7 +158,7 @@ type journal struct {
 	// mu orders appends, the pending list and folds: a write transaction
 	// holds it from its begin to the journal's reset.
 	mu      sync.Mutex
-	head    journalHeader // the header entries are written under
+	head    journalHeader  // the header entries are written under
 	off     int64          // where the next entry goes
 	pending []journalEntry // written since the last fold, in order
 	written uint64         // entries written, ever: an append's sequence number

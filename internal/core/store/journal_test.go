@@ -402,7 +402,7 @@ func TestLostHeaderAfterAFold(t *testing.T) {
 	oldHeader := make([]byte, 64)
 	copy(oldHeader, storeBytes(t, journal))
 	mustUpdate(t, s, func(*store.Tx) error { return nil }) // folds the three
-	for n := 100; n < 120; n++ { // never acknowledged: the power went
+	for n := 100; n < 120; n++ {                           // never acknowledged: the power went
 		if err := s.JournalBegin(journalInv(n, "agent"), 1<<20, alive); err != nil {
 			t.Fatal(err)
 		}
