@@ -97,11 +97,12 @@ func journalWorker(s *store.Store, w int) error {
 
 // TestJournalCrashes kills a process that records calls through the
 // journal, from one caller and from four at once (sharing syncs, racing
-// the background fold), at each of the journal's points (after an entry's write, after
-// its fdatasync, after a fold's commit, after the journal's reset), at
-// an early and a later hit, and opens the store after it: every record
-// it acknowledged is there, once, with its outcome; the store passes its
-// check; and opening it again (a daemon restarted) changes nothing.
+// the background fold), at each of the journal's points (after an
+// entry's write, after its fdatasync, after a fold's commit, after the
+// journal's reset), at an early and a later hit, and opens the store
+// after it: every record it acknowledged is there, once, with its
+// outcome; the store passes its check; and opening it again (a daemon
+// restarted) changes nothing.
 func TestJournalCrashes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
