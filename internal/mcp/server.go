@@ -132,6 +132,7 @@ func NewServer(opts Options) *Server {
 // sees what its own binding may see.
 func (s *Server) notifyRevisions(revisions <-chan uint64) {
 	for range revisions {
+		s.a.takePrefetch()
 		s.Server.AddTool(&sdk.Tool{Name: revisionPlaceholder, InputSchema: json.RawMessage(`{"type":"object"}`)}, placeholderHandler)
 		s.Server.RemoveTools(revisionPlaceholder)
 	}
@@ -400,6 +401,22 @@ type adapter struct {
 
 	bindMu sync.Mutex
 	bound  string // the task, once Binding names it
+
+	// next is the page asked for ahead: the one after the page last
+	// served, which a client listing every page asks for next.
+	nextMu sync.Mutex
+	next   *prefetch
+}
+
+// prefetch is a page asked of the host before the client asks for it,
+// so that the host's answer overlaps the client's reading of the page
+// before. A revision drops it (notifyRevisions): a client that lists
+// again after list_changed gets the host's answer, as it would have.
+type prefetch struct {
+	req  wire.ListTools
+	done chan struct{}
+	page *wire.ToolPage
+	err  error
 }
 
 // task is the task every request runs under: Binding.Task, or what
@@ -507,7 +524,7 @@ func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 	if err != nil {
 		return nil, hostError(err)
 	}
-	page, err := a.opts.Host.ListTools(ctx, &wire.ListTools{Task: task, Cursor: cursor, Subject: a.opts.Binding.Subject, Issuer: a.opts.Binding.Issuer})
+	page, err := a.listPage(ctx, wire.ListTools{Task: task, Cursor: cursor, Subject: a.opts.Binding.Subject, Issuer: a.opts.Binding.Issuer})
 	if err != nil {
 		return nil, hostError(err)
 	}
@@ -517,6 +534,50 @@ func (a *adapter) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 		res.Tools = append(res.Tools, toSDK(t))
 	}
 	return res, nil
+}
+
+// listPage answers req from the page asked for ahead when it is that
+// page, and otherwise asks the host; then, in a session that lists
+// (never a stateless one, whose next request may never come), it asks
+// for the next page ahead. A page asked ahead that failed is asked
+// again: its failure is not this request's.
+func (a *adapter) listPage(ctx context.Context, req wire.ListTools) (*wire.ToolPage, error) {
+	var page *wire.ToolPage
+	err := errors.New("not asked ahead")
+	if p := a.takePrefetch(); p != nil && p.req == req {
+		select {
+		case <-p.done:
+			page, err = p.page, p.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		if page, err = a.opts.Host.ListTools(ctx, &req); err != nil {
+			return nil, err
+		}
+	}
+	if page.NextCursor != "" && !a.opts.Stateless {
+		next := &prefetch{req: req, done: make(chan struct{})}
+		next.req.Cursor = page.NextCursor
+		a.nextMu.Lock()
+		a.next = next
+		a.nextMu.Unlock()
+		go func() {
+			defer close(next.done)
+			next.page, next.err = a.opts.Host.ListTools(a.life, &next.req)
+		}()
+	}
+	return page, nil
+}
+
+// takePrefetch takes the page asked for ahead, if any.
+func (a *adapter) takePrefetch() *prefetch {
+	a.nextMu.Lock()
+	defer a.nextMu.Unlock()
+	p := a.next
+	a.next = nil
+	return p
 }
 
 func toSDK(t *wire.Tool) *sdk.Tool {
