@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -152,5 +153,17 @@ func TestNestedReads(t *testing.T) {
 	})
 	if n := countInvocations(t, s); n != 2 {
 		t.Fatalf("%d invocations, want 2", n)
+	}
+}
+
+// TestHeaderSum: the header's bitwise CRC is CRC-32C.
+func TestHeaderSum(t *testing.T) {
+	for _, b := range [][]byte{nil, []byte("123456789"), journalHeader{tag: [16]byte{1, 2}, gen: 3, salt: 4}.bytes()[:48]} {
+		if got, want := headerSum(b), crc32.Checksum(b, castagnoli()); got != want {
+			t.Errorf("headerSum(%x) = %08x, want %08x", b, got, want)
+		}
+	}
+	if got := headerSum([]byte("123456789")); got != 0xe3069283 { // the check value of CRC-32C
+		t.Errorf("headerSum(123456789) = %08x, want e3069283", got)
 	}
 }
