@@ -317,12 +317,17 @@ func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader,
 		return nil, nil, &UnavailableError{Path: path, Err: err}
 	}
 	defer f.Close()
-	head := make([]byte, journalHeaderSize)
-	if _, err := io.ReadFull(f, head); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	// The header and the start of the first entry: enough to tell a
+	// journal with nothing to apply, which is what every open after a
+	// fold finds (its header is the next generation's), from one to read.
+	head := make([]byte, journalHeaderSize+entryHeaderSize)
+	n, err := io.ReadFull(f, head)
+	if n < journalHeaderSize && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return nil, nil, &badJournal{path: path, err: fmt.Errorf("it is shorter than a header")}
-	} else if err != nil {
+	} else if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, nil, &UnavailableError{Path: path, Err: err}
 	}
+	head = head[:n]
 	h, err := parseJournalHeader(head)
 	if err == nil && h.tag != tag {
 		err = errors.New("it belongs to another store")
@@ -330,8 +335,10 @@ func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader,
 	if err != nil {
 		return nil, nil, &badJournal{path: path, err: err}
 	}
-	if h.gen <= folded {
-		return &h, nil, nil
+	if h.gen <= folded || len(head) < journalHeaderSize+entryHeaderSize ||
+		binary.BigEndian.Uint32(head[journalHeaderSize:]) == 0 ||
+		binary.BigEndian.Uint64(head[journalHeaderSize+8:]) != h.salt {
+		return &h, nil, nil // nothing written under this header
 	}
 	rest, err := io.ReadAll(io.LimitReader(f, JournalSize))
 	if err != nil {
