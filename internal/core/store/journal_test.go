@@ -125,6 +125,15 @@ func TestJournaledRecords(t *testing.T) {
 		}
 	}
 	check(s, "journaled")
+	s = reopen(t, s, path)
+	defer s.Close()
+	check(s, "after Close and Open")
+}
+
+// reopen closes s and opens the store at path again, without a journal,
+// and checks it.
+func reopen(t *testing.T, s *store.Store, path string) *store.Store {
+	t.Helper()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +141,11 @@ func TestJournaledRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	check(s, "after Close and Open")
 	if err := storetest.Check(s); err != nil {
+		s.Close()
 		t.Fatal(err)
 	}
+	return s
 }
 
 // TestJournaledAdmission: a journaled admission counts the store's open
@@ -238,19 +247,10 @@ func TestJournalFillsAndFolds(t *testing.T) {
 	if len(got) != n {
 		t.Fatalf("%d invocations, want %d", len(got), n)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(path, store.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = reopen(t, s, path)
 	defer s.Close()
 	if got := invocations(t, s); len(got) != n {
 		t.Fatalf("after reopening: %d invocations, want %d", len(got), n)
-	}
-	if err := storetest.Check(s); err != nil {
-		t.Fatal(err)
 	}
 	if fallbacks == 0 {
 		t.Fatalf("none of %d begins of 20 KiB found the journal full", n)
