@@ -14,6 +14,7 @@ import (
 
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/core/profile"
+	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/internal/run/sandbox"
 	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"golang.org/x/sys/unix"
@@ -176,11 +177,11 @@ func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart []*os.File, err error)
 	if e.spec == nil {
 		return nil, nil
 	}
-	r, w, err := os.Pipe()
+	r, w, err := fds.Pipe(false) // the helper's report
 	if err != nil {
 		return nil, err
 	}
-	gr, gw, err := os.Pipe()
+	gw, gr, err := fds.Pipe(true) // its gate
 	if err != nil {
 		r.Close()
 		w.Close()
