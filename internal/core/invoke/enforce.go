@@ -14,7 +14,6 @@ import (
 
 	"github.com/rukh-cli/rukh/internal/cliname"
 	"github.com/rukh-cli/rukh/internal/core/profile"
-	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/internal/run/sandbox"
 	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"golang.org/x/sys/unix"
@@ -177,11 +176,11 @@ func (e *enforcement) wrap(ex *exec.Cmd) (closeAfterStart []*os.File, err error)
 	if e.spec == nil {
 		return nil, nil
 	}
-	r, w, err := fds.Pipe(false) // the helper's report
+	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	gw, gr, err := fds.Pipe(true) // its gate
+	gr, gw, err := os.Pipe()
 	if err != nil {
 		r.Close()
 		w.Close()

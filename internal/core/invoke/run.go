@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/internal/run/envpolicy"
 	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"io"
@@ -212,7 +211,7 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 		default:
 			s.d.out = w
 		}
-		r, w, err := fds.Pipe(false)
+		r, w, err := os.Pipe()
 		if err != nil {
 			return &Outcome{Outcome: ExecutionFailed, Reason: ReasonSpawnFailed, Message: err.Error()}
 		}
