@@ -508,16 +508,11 @@ func makeJournal(path string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
 	if err != nil {
 		os.Remove(tmp)
+		return err
 	}
-	return err
+	return renameInPlace(tmp, path)
 }
 
 // write appends an entry of data and returns its sequence number. The

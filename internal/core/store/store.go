@@ -285,16 +285,27 @@ func create(path string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = renameInPlace(tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("create the store at %s: %w", path, err)
 	}
 	return nil
+}
+
+// renameInPlace renames tmp, whole and synced, to path and syncs their
+// directory, so that the name survives a crash; tmp is removed when
+// either fails.
+func renameInPlace(tmp, path string) error {
+	err := os.Rename(tmp, path)
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // syncDir makes a rename in dir durable.
