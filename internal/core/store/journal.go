@@ -383,7 +383,8 @@ func setAside(path string) error {
 // replayJournal applies, in one transaction, the entries a journal
 // holds that the store has not folded, and records their generation.
 // A read-only open cannot: it returns *UnfoldedError when there are any.
-// It returns the generation the store has folded, folded before it.
+// folded is the generation the store had folded when it was opened; it
+// returns the one it has folded now.
 func (s *Store) replayJournal(readOnly bool, folded uint64) (uint64, error) {
 	h, entries, err := readJournal(s.path, storeTag(s.secret), folded)
 	if bad := (*badJournal)(nil); errors.As(err, &bad) {
