@@ -141,7 +141,7 @@ func checkOpened(path string) (fileID, error) {
 // bbolt alone. A panic from anywhere else is passed on, after the
 // rollback.
 func (s *Store) run(writable bool, fn func(*bolt.Tx) error) (err error) {
-	return s.runTx(txMode{write: writable}, func(btx *bolt.Tx, _ []journalEntry) error { return fn(btx) })
+	return s.runTx(txMode{write: writable}, func(tx *Tx) error { return fn(tx.tx) })
 }
 
 // txMode says how runTx runs a transaction.
@@ -157,12 +157,13 @@ type txMode struct {
 	anyFile bool
 }
 
-// runTx is run, with the journal (journal.go): a write transaction
-// holds the journal's lock from its begin, applies the entries not yet
-// folded before fn and starts the journal's next generation once its
-// commit is durable; a read transaction passes fn the entries not yet
-// folded when it began.
-func (s *Store) runTx(mode txMode, fn func(*bolt.Tx, []journalEntry) error) (err error) {
+// runTx is run, with the journal (journal.go), and one Tx for all of
+// the transaction: a write transaction holds the journal's lock from its
+// begin, applies the entries not yet folded before fn, in the Tx fn
+// gets, and starts the journal's next generation once its commit is
+// durable; a read transaction's Tx holds the entries not yet folded when
+// it began (Tx.pend).
+func (s *Store) runTx(mode txMode, fn func(*Tx) error) (err error) {
 	if w := s.wedged.Load(); w != nil {
 		return w
 	}
@@ -212,7 +213,7 @@ func (s *Store) runTx(mode txMode, fn func(*bolt.Tx, []journalEntry) error) (err
 	if err != nil {
 		return err
 	}
-	var pend []journalEntry
+	tx := &Tx{tx: btx, s: s}
 	folding := false
 	if j != nil {
 		switch {
@@ -220,15 +221,15 @@ func (s *Store) runTx(mode txMode, fn func(*bolt.Tx, []journalEntry) error) (err
 			// The snapshot is consistent with btx; later appends go past
 			// its capacity and a fold replaces the slice, so it needs no
 			// lock, and a read holds none while fn runs.
-			pend = j.pending[:len(j.pending):len(j.pending)]
+			tx.pend = j.pending[:len(j.pending):len(j.pending)]
 			unlock()
 		case j.dirty():
 			folding = true
-			err = applyEntries(&Tx{tx: btx, s: s}, j.pending, j.head.gen)
+			err = applyEntries(tx, j.pending, j.head.gen)
 		}
 	}
 	if err == nil {
-		err = fn(btx, pend)
+		err = fn(tx)
 	}
 	if err != nil || !mode.write {
 		if rerr := btx.Rollback(); err == nil {

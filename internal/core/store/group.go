@@ -3,8 +3,6 @@ package store
 import (
 	"errors"
 	"sync"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // MaxGroup is the most write transactions of Batch that one commit holds.
@@ -140,8 +138,7 @@ func (s *Store) runGroup(calls []*batchCall) {
 	}
 	failed, ferr := -1, error(nil)
 	var panicked any
-	err := s.run(true, func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx, s: s}
+	err := s.runTx(txMode{write: true}, func(tx *Tx) error {
 		for i, c := range calls {
 			if err, p := runCall(c.fn, tx); p != nil {
 				failed, panicked = i, p

@@ -178,12 +178,14 @@ func (tx *Tx) BeginInvocation(inv *Invocation, max int, alive func(*Invocation) 
 		return fmt.Errorf("invocation %s already exists", inv.ID)
 	}
 	inv.Outcome, inv.FinishedAt = "", time.Time{}
-	return tx.putInvocation(records, open, inv)
+	if err := tx.putInvocation(records, open, inv); err != nil {
+		return err
+	}
+	return tx.pruneInvocations(records, open)
 }
 
-// putInvocation records inv, admitted, as open, and prunes the oldest
-// finished records; an invocation already open is left as it is (a
-// journal entry applied again).
+// putInvocation records inv, admitted, as open; an invocation already
+// open is left as it is (a journal entry applied again).
 func (tx *Tx) putInvocation(records, open *bolt.Bucket, inv *Invocation) error {
 	if open.Get([]byte(inv.ID)) != nil {
 		return nil
@@ -199,10 +201,7 @@ func (tx *Tx) putInvocation(records, open *bolt.Bucket, inv *Invocation) error {
 	if err := records.Put(u64key(seq), data); err != nil {
 		return err
 	}
-	if err := open.Put([]byte(inv.ID), u64key(seq)); err != nil {
-		return err
-	}
-	return tx.pruneInvocations(records, open)
+	return open.Put([]byte(inv.ID), u64key(seq))
 }
 
 // ResolveLost finalizes every open record whose host is gone (alive
@@ -296,8 +295,16 @@ func clip(s string, n int) string {
 
 // pruneInvocations drops the oldest finished records beyond the
 // retention limit; open records are never pruned.
+//
+// bbolt's Bucket.Stats counts the pages committed before this
+// transaction, not what it has changed since, so the count is of then,
+// less what this transaction pruned already: without that, every begin
+// record of a transaction that holds several (a fold of the journal, a
+// Batch) pruned the same excess again. What the count misses (begins
+// and outcomes of this transaction) only delays pruning to a later
+// transaction; it never prunes a record to be kept.
 func (tx *Tx) pruneInvocations(records, open *bolt.Bucket) error {
-	finished := records.Stats().KeyN - open.Stats().KeyN
+	finished := records.Stats().KeyN - open.Stats().KeyN - tx.pruned
 	c := records.Cursor()
 	for k, v := c.First(); k != nil && finished > MaxFinishedInvocations; k, v = c.Next() {
 		rec, err := decodeInvocation(k, v)
@@ -311,6 +318,7 @@ func (tx *Tx) pruneInvocations(records, open *bolt.Bucket) error {
 			return err
 		}
 		finished--
+		tx.pruned++
 	}
 	return nil
 }

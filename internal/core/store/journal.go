@@ -405,9 +405,7 @@ func (s *Store) replayJournal(readOnly bool, folded uint64) (uint64, error) {
 	if readOnly {
 		return 0, &UnfoldedError{Path: s.path + JournalSuffix}
 	}
-	err = s.run(true, func(btx *bolt.Tx) error {
-		return applyEntries(&Tx{tx: btx, s: s}, entries, h.gen)
-	})
+	err = s.runTx(txMode{write: true}, func(tx *Tx) error { return applyEntries(tx, entries, h.gen) })
 	if err != nil {
 		return 0, fmt.Errorf("apply the journal %s: %w", s.path+JournalSuffix, err)
 	}
@@ -447,6 +445,9 @@ func applyEntries(tx *Tx, entries []journalEntry, gen uint64) error {
 			if err != nil {
 				return err
 			}
+		}
+		if err := tx.pruneInvocations(records, open); err != nil {
+			return err
 		}
 	}
 	return tx.tx.Bucket(bucketMeta).Put(keyJournal, u64key(gen))

@@ -455,3 +455,66 @@ func TestLostHeaderAfterAFold(t *testing.T) {
 		t.Fatalf("%d invocations, want the 3 folded and the 5 acknowledged", len(got))
 	}
 }
+
+// TestRetentionAcrossFolds: the last MaxFinishedInvocations finished
+// records are kept, exactly, however many begin records one transaction
+// holds: a fold of the journal, a Batch of several calls. (bbolt's
+// Bucket.Stats counts what was committed before the transaction, so
+// each begin of one pruned the same excess again.)
+func TestRetentionAcrossFolds(t *testing.T) {
+	path, s := openJournaled(t)
+	n := 0
+	call := func() {
+		t.Helper()
+		n++
+		inv := journalInv(n, "agent")
+		if err := s.JournalBegin(inv, 1<<20, alive); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.JournalFinish(inv.ID, &store.Finish{Outcome: "succeeded"}, t0); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	for range store.MaxFinishedInvocations + 300 {
+		call()
+	}
+	// A Batch-like transaction of many begins, after the journal's.
+	mustUpdate(t, s, func(tx *store.Tx) error {
+		for range 40 {
+			n++
+			inv := journalInv(n, "agent")
+			if err := tx.BeginInvocation(inv, 1<<20, alive, t0); err != nil {
+				return err
+			}
+			if _, err := tx.FinishInvocation(inv.ID, "succeeded", "", 0, "", t0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for range 100 {
+		call()
+	}
+	s = reopen(t, s, path)
+	defer s.Close()
+	// One more begin prunes what the last transactions left beyond it.
+	mustUpdate(t, s, func(tx *store.Tx) error { n++; return tx.BeginInvocation(journalInv(n, "agent"), 8, alive, t0) })
+	got := invocations(t, s)
+	finished, newest := 0, 0
+	for id, inv := range got {
+		if !inv.Open() {
+			finished++
+		}
+		var k int
+		fmt.Sscanf(id, "%x", &k)
+		newest = max(newest, k)
+	}
+	if finished != store.MaxFinishedInvocations || newest != n {
+		t.Fatalf("%d finished records kept, the newest %d; want %d, the newest %d", finished, newest, store.MaxFinishedInvocations, n)
+	}
+	for k := n - store.MaxFinishedInvocations; k < n; k++ {
+		if got[journalInv(k, "").ID] == nil {
+			t.Fatalf("invocation %d, one of the last %d, was pruned", k, store.MaxFinishedInvocations)
+		}
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Journaler is a Provider that can append invocation records to a
@@ -174,8 +172,7 @@ func (s *Store) append(e journalEntry, data []byte) (uint64, error) {
 // than max open invocations (errFull otherwise), and every open one a
 // live host (errHostGone otherwise). The caller holds the journal's lock.
 func (s *Store) admitJournaled(inv *Invocation, max int, alive func(*Invocation) bool) error {
-	return s.runTx(txMode{locked: true}, func(btx *bolt.Tx, _ []journalEntry) error {
-		tx := &Tx{tx: btx, s: s, pend: s.j.pending}
+	return s.runTx(txMode{locked: true}, func(tx *Tx) error {
 		begun, finished := tx.overlay()
 		running := 0
 		count := func(rec *Invocation) error {
@@ -226,8 +223,8 @@ func (s *Store) admitJournaled(inv *Invocation, max int, alive func(*Invocation)
 // the journal's pending entries. The caller holds the journal's lock.
 func (s *Store) openJournaled(id string) (bool, error) {
 	var open bool
-	err := s.runTx(txMode{locked: true}, func(btx *bolt.Tx, _ []journalEntry) error {
-		inv, err := (&Tx{tx: btx, s: s, pend: s.j.pending}).openInvocation(id)
+	err := s.runTx(txMode{locked: true}, func(tx *Tx) error {
+		inv, err := tx.openInvocation(id)
 		open = inv != nil
 		return err
 	})
@@ -272,7 +269,7 @@ func (s *Store) fold(mode txMode) error {
 		return nil
 	}
 	mode.write = true
-	return s.runTx(mode, func(*bolt.Tx, []journalEntry) error { return nil })
+	return s.runTx(mode, func(*Tx) error { return nil })
 }
 
 // startFolder has the journal folded in the background whenever

@@ -366,14 +366,14 @@ func (s *Store) Path() string { return s.path }
 // meets on the way — a panic in bbolt, a fault reading the file — is a
 // *CorruptError, as is a record that does not decode.
 func (s *Store) View(fn func(*Tx) error) error {
-	return s.runTx(txMode{}, func(btx *bolt.Tx, pend []journalEntry) error { return fn(&Tx{tx: btx, s: s, pend: pend}) })
+	return s.runTx(txMode{}, fn)
 }
 
 // Update runs fn in one read-write transaction, committed when fn returns
 // nil and rolled back when it returns an error (or panics). Damage to the
 // file is a *CorruptError, as in View.
 func (s *Store) Update(fn func(*Tx) error) error {
-	return s.run(true, func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+	return s.runTx(txMode{write: true}, fn)
 }
 
 // Tx is a transaction with typed accessors. It is valid only inside the
@@ -385,6 +385,9 @@ type Tx struct {
 	// pend are the journal's entries not yet folded when a read
 	// transaction began (overlay); a write transaction folds them.
 	pend []journalEntry
+	// pruned counts the finished records this transaction pruned
+	// (pruneInvocations).
+	pruned int
 }
 
 // Secret returns a copy of the per-store 32-byte random secret (for
