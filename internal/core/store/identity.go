@@ -100,10 +100,14 @@ func statID(f *os.File) (fileID, error) {
 }
 
 // moved says how the store's path no longer names the open file ("" when
-// it still does): the path must be a regular file with the device and
-// inode the open found (a file the path still names is linked).
-func (s *Store) moved() (string, error) {
-	st, err := statNoTimes(unix.AT_FDCWD, s.path, unix.AT_SYMLINK_NOFOLLOW)
+// it still does).
+func (s *Store) moved() (string, error) { return moved(s.path, s.id) }
+
+// moved says how path no longer names the open file id ("" when it still
+// does): the path must be a regular file with that device and inode (a
+// file the path still names is linked).
+func moved(path string, id fileID) (string, error) {
+	st, err := statNoTimes(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "was removed", nil
@@ -113,7 +117,7 @@ func (s *Store) moved() (string, error) {
 		return "was replaced by a directory", nil
 	case !st.mode.IsRegular():
 		return "was replaced by something that is not a regular file", nil
-	case st.id != s.id:
+	case st.id != id:
 		return "was replaced by another file", nil
 	case st.nlink == 0:
 		return "was removed", nil

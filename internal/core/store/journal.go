@@ -590,15 +590,4 @@ func (j *journal) dirty() bool { return len(j.pending) > 0 || j.off > journalHea
 
 // moved says how the journal's path no longer names the open file (""
 // when it still does), as Store.moved does for the store.
-func (j *journal) moved() (string, error) {
-	st, err := statNoTimes(unix.AT_FDCWD, j.path, unix.AT_SYMLINK_NOFOLLOW)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "was removed", nil
-	case err != nil:
-		return "", err
-	case !st.mode.IsRegular() || st.id != j.id || st.nlink == 0:
-		return "was replaced", nil
-	}
-	return "", nil
-}
+func (j *journal) moved() (string, error) { return moved(j.path, j.id) }
