@@ -414,17 +414,7 @@ func (o outcomes) apply(inv *Invocation) {
 // first and with the outcomes they hold, and the outcomes of records
 // already in the store. A write transaction has folded them all.
 func (tx *Tx) overlay() (begun []*Invocation, finished outcomes) {
-	if len(tx.pend) == 0 {
-		return nil, nil
-	}
-	finished = outcomes{}
-	for i := range tx.pend {
-		if e := &tx.pend[i]; e.finish != nil {
-			if _, seen := finished[e.id]; !seen {
-				finished[e.id] = e // the first outcome stands
-			}
-		}
-	}
+	finished = tx.pendingOutcomes()
 	for _, e := range tx.pend {
 		if e.begin != nil {
 			inv := *e.begin
@@ -435,16 +425,48 @@ func (tx *Tx) overlay() (begun []*Invocation, finished outcomes) {
 	return begun, finished
 }
 
+// pendingOutcomes returns the outcomes among the journal's entries not
+// yet folded, by invocation id (nil when there are none).
+func (tx *Tx) pendingOutcomes() outcomes {
+	var finished outcomes
+	for i := range tx.pend {
+		if e := &tx.pend[i]; e.finish != nil {
+			if finished == nil {
+				finished = outcomes{}
+			}
+			if _, seen := finished[e.id]; !seen {
+				finished[e.id] = e // the first outcome stands
+			}
+		}
+	}
+	return finished
+}
+
+// pendingOpen calls fn with each invocation the journal's entries not
+// yet folded begin and do not finish, without copying it, until fn
+// fails. finished is tx.pendingOutcomes().
+func (tx *Tx) pendingOpen(finished outcomes, fn func(*Invocation) error) error {
+	for _, e := range tx.pend {
+		if e.begin != nil && finished[e.begin.ID] == nil {
+			if err := fn(e.begin); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // openInvocation returns invocation id if it is open, in the store and
 // the journal's entries not yet folded, or nil.
 func (tx *Tx) openInvocation(id string) (*Invocation, error) {
-	begun, finished := tx.overlay()
-	for _, inv := range begun {
-		if inv.ID == id {
-			if !inv.Open() {
-				return nil, nil
-			}
-			return inv, nil
+	finished := tx.pendingOutcomes()
+	if finished[id] != nil {
+		return nil, nil
+	}
+	for _, e := range tx.pend {
+		if e.begin != nil && e.begin.ID == id {
+			inv := *e.begin
+			return &inv, nil
 		}
 	}
 	records, open, err := tx.invBuckets()
@@ -455,14 +477,7 @@ func (tx *Tx) openInvocation(id string) (*Invocation, error) {
 	if key == nil {
 		return nil, nil
 	}
-	inv, err := tx.invocationAt(records, key)
-	if err != nil {
-		return nil, err
-	}
-	if finished.apply(inv); !inv.Open() {
-		return nil, nil
-	}
-	return inv, nil
+	return tx.invocationAt(records, key)
 }
 
 // FindInvocation returns the invocation whose id starts with prefix (at

@@ -173,12 +173,10 @@ func (s *Store) append(e journalEntry, data []byte) (uint64, error) {
 // live host (errHostGone otherwise). The caller holds the journal's lock.
 func (s *Store) admitJournaled(inv *Invocation, max int, alive func(*Invocation) bool) error {
 	return s.runTx(txMode{locked: true}, func(tx *Tx) error {
-		begun, finished := tx.overlay()
+		finished := tx.pendingOutcomes()
 		running := 0
-		count := func(rec *Invocation) error {
+		count := func(rec *Invocation) error { // an open one
 			switch {
-			case !rec.Open():
-				return nil
 			case rec.ID == inv.ID:
 				return fmt.Errorf("invocation %s already exists", inv.ID)
 			case !alive(rec):
@@ -195,20 +193,17 @@ func (s *Store) admitJournaled(inv *Invocation, max int, alive func(*Invocation)
 		if open != nil {
 			err = open.ForEach(func(_, v []byte) error {
 				rec, err := tx.invocationAt(records, v)
-				if err != nil {
+				if err != nil || finished[rec.ID] != nil {
 					return err
 				}
-				finished.apply(rec)
 				return count(rec)
 			})
 			if err != nil {
 				return err
 			}
 		}
-		for _, rec := range begun {
-			if err := count(rec); err != nil {
-				return err
-			}
+		if err := tx.pendingOpen(finished, count); err != nil {
+			return err
 		}
 		if running >= max {
 			// Batch decides: it commits the outcomes saved aside first
