@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"sync"
@@ -170,7 +171,7 @@ func (h *Held) Release() error {
 func (h *Held) JournalBegin(inv *Invocation, max int, alive func(*Invocation) bool) error {
 	s, err := h.acquire()
 	if err != nil || s == nil {
-		return cmpOr(err, ErrNotJournaled)
+		return cmp.Or(err, ErrNotJournaled)
 	}
 	defer h.done()
 	return s.JournalBegin(inv, max, alive)
@@ -181,16 +182,8 @@ func (h *Held) JournalBegin(inv *Invocation, max int, alive func(*Invocation) bo
 func (h *Held) JournalFinish(id string, f *Finish, at time.Time) (bool, error) {
 	s, err := h.acquire()
 	if err != nil || s == nil {
-		return false, cmpOr(err, ErrNotJournaled)
+		return false, cmp.Or(err, ErrNotJournaled)
 	}
 	defer h.done()
 	return s.JournalFinish(id, f, at)
-}
-
-// cmpOr returns err, or otherwise when err is nil.
-func cmpOr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }

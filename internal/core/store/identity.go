@@ -180,11 +180,8 @@ func (s *Store) saveAside() (string, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("its directory %s is gone", dir)
 	}
-	for i := range 10 {
-		name := s.path + RecoveredSuffix
-		if i > 0 {
-			name = fmt.Sprintf("%s%s.%d", s.path, RecoveredSuffix, i)
-		}
+	for i := range maxCopies {
+		name := copyName(s.path+RecoveredSuffix, i)
 		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -212,6 +209,19 @@ func (s *Store) saveAside() (string, error) {
 		return name, nil
 	}
 	return "", fmt.Errorf("%s%s and nine numbered copies exist already", s.path, RecoveredSuffix)
+}
+
+// maxCopies is how many copies of one name (copyName) are made beside
+// the store: the name itself and nine numbered ones.
+const maxCopies = 10
+
+// copyName is the i-th name for a copy kept beside the store: base
+// itself, then base.1, base.2 and so on.
+func copyName(base string, i int) string {
+	if i == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s.%d", base, i)
 }
 
 // Replaced reports whether the store file at the path is no longer the one

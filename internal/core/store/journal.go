@@ -364,11 +364,8 @@ func (e *badJournal) Error() string { return fmt.Sprintf("the journal %s: %v", e
 // beside it (".aside", numbered when that exists), never removing what
 // it may hold.
 func setAside(path string) error {
-	for i := range 10 {
-		name := path + ".aside"
-		if i > 0 {
-			name = fmt.Sprintf("%s.aside.%d", path, i)
-		}
+	for i := range maxCopies {
+		name := copyName(path+".aside", i)
 		if _, err := os.Lstat(name); err == nil {
 			continue
 		}
