@@ -97,6 +97,9 @@ func itemHead(data []byte, want byte, goType string) (uint64, []byte, error) {
 		if major == 5 && n > MaxElements {
 			return 0, nil, fmt.Errorf("cbor: exceeded max number of key-value pairs %d for CBOR map", MaxElements)
 		}
+		if major == 4 && n > MaxElements {
+			return 0, nil, fmt.Errorf("cbor: exceeded max number of elements %d for CBOR array", MaxElements)
+		}
 		return n, rest[size:], nil
 	}
 	return 0, nil, errors.New("cbor: invalid additional information in a head")

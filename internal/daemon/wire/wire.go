@@ -577,13 +577,20 @@ func appendMsg(buf []byte, m *Msg) ([]byte, error) {
 		buf = append(buf, 0xb8, byte(n))
 	}
 	w := &appender{buf}
-	enc := encMode().NewEncoder(w)
+	var enc *cbor.Encoder // made for the first member without an encoder of its own
 	for _, f := range inOrder {
 		fv := v.Field(f.index)
 		if fv.IsZero() {
 			continue
 		}
 		w.b = append(w.b, f.key...)
+		if e, ok := fv.Interface().(memberEncoder); ok {
+			w.b = e.appendCBOR(w.b)
+			continue
+		}
+		if enc == nil {
+			enc = encMode().NewEncoder(w)
+		}
 		if err := enc.Encode(fv.Interface()); err != nil {
 			return buf, err
 		}
@@ -619,13 +626,28 @@ func (m *Msg) UnmarshalCBOR(data []byte) error {
 		return -1
 	}
 	rest, err := readMap(data, "wire.Msg", index, func(i int, rest []byte) ([]byte, error) {
-		return memberDecMode().UnmarshalFirst(rest, v.Field(i).Addr().Interface())
+		f := v.Field(i)
+		if f.Kind() == reflect.Pointer && f.Type().Implements(memberDecoderType) {
+			if isNil(rest) {
+				return rest[1:], nil // no member, as for the struct
+			}
+			p := reflect.New(f.Type().Elem())
+			rest, err := p.Interface().(memberDecoder).decodeCBOR(rest)
+			if err != nil {
+				return nil, err
+			}
+			f.Set(p)
+			return rest, nil
+		}
+		return memberDecMode().UnmarshalFirst(rest, f.Addr().Interface())
 	})
 	if err != nil {
 		return err
 	}
 	return extraneous(data, rest)
 }
+
+var memberDecoderType = reflect.TypeFor[memberDecoder]()
 
 // memberDecMode decodes a member of a frame: decMode with one level of
 // nesting fewer, the frame's map being the first.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"os"
 	"reflect"
@@ -64,11 +65,15 @@ func TestRoundTrip(t *testing.T) {
 // Every malformed frame is an error wrapping ErrFrame, never a panic or a
 // silently different message.
 func TestStrictDecoding(t *testing.T) {
-	deep := []byte{0xa1, 0x65, 'h', 'e', 'l', 'l', 'o'} // {"hello": [[[[…]]]]}
-	for range 40 {
-		deep = append(deep, 0x81)
+	nest := func(member ...byte) []byte { // {member: [[[[…]]]]}
+		b := append([]byte{0xa1, 0x60 | byte(len(member))}, member...)
+		for range 40 {
+			b = append(b, 0x81)
+		}
+		return append(b, 0x00)
 	}
-	deep = append(deep, 0x00)
+	deep := nest('s', 't', 'a', 't', 'u', 's') // a member the codec decodes
+	deepHello := nest('h', 'e', 'l', 'l', 'o') // one decoded by hand (frames.go), which reads no deeper than its own members
 	big := []byte{0xa1, 0x69, 'l', 'i', 's', 't', 'T', 'o', 'o', 'l', 's', 0xa2, 0x64, 't', 'a', 's', 'k', 0x60, 0x66, 'c', 'u', 'r', 's', 'o', 'r', 0x60}
 	for _, tc := range []struct {
 		name string
@@ -83,6 +88,7 @@ func TestStrictDecoding(t *testing.T) {
 		{"no member", []byte{0xa0}, "0 members set"},
 		{"two members", []byte{0xa2, 0x66, 's', 't', 'a', 't', 'u', 's', 0xa0, 0x64, 's', 't', 'o', 'p', 0xa0}, "2 members set"},
 		{"too deep", deep, "exceeded max nested level"},
+		{"too deep, a hand-decoded member", deepHello, "cannot unmarshal"},
 		{"wrong type", []byte{0xa1, 0x66, 's', 't', 'a', 't', 'u', 's', 0x01}, "cannot unmarshal"},
 		{"unknown error code", []byte{0xa1, 0x65, 'e', 'r', 'r', 'o', 'r', 0xa2, 0x64, 'c', 'o', 'd', 'e', 0x61, 'x', 0x67, 'm', 'e', 's', 's', 'a', 'g', 'e', 0x60}, `unknown error code "x"`},
 		{"empty", nil, "EOF"},
@@ -515,6 +521,24 @@ func TestMsgCodec(t *testing.T) {
 		&Msg{Status: &Status{}, Stop: &Stop{}},
 		&Msg{Spawn: &Spawn{Path: "/p", Args: []string{"/p"}, Dir: "/", Files: 4, Session: true, Ticket: 1 << 60}},
 		&Msg{CallTool: &CallTool{Task: "t", Name: "n", Arguments: []byte(`{"a":1}`)}},
+		// The members coded by hand (frames.go): every optional member
+		// set and unset, integers across each length of head and below
+		// zero, nil and empty arrays, a text of a two-byte length.
+		&Msg{Hello: &Hello{Protocol: -1, Build: strings.Repeat("b", 300), Name: "", PID: 1 << 40}},
+		&Msg{Hello: &Hello{Protocol: math.MinInt64, PID: -25}},
+		&Msg{Exec: &Exec{}},
+		&Msg{Exec: &Exec{Args: []string{}, Env: []string{"", "A=é"}, Dir: "/d"}},
+		&Msg{Spawn: &Spawn{}},
+		&Msg{Spawn: &Spawn{Path: "/h", Args: []string{"h", "--", "/p"}, Env: []string{}, Dir: "/", Session: true, Supervised: true, Files: 24, Ticket: math.MaxUint64}},
+		&Msg{Spawn: &Spawn{Supervised: true, Files: 255, Ticket: 256}},
+		&Msg{Spawned: &Spawned{}},
+		&Msg{Spawned: &Spawned{Ticket: 65535, PID: 65536, Foreground: true}},
+		&Msg{Spawned: &Spawned{Ticket: 1 << 32, Error: "no"}},
+		&Msg{Exited: &Exited{Status: -1}},
+		&Msg{Exit: &Exit{Status: 255}},
+		&Msg{Started: &Started{InvocationID: "0123456789abcdef0123456789abcdef"}},
+		&Msg{Cancel: &Cancel{Reason: "client_cancelled"}},
+		&Msg{Error: &Error{Code: CodeBusy, Message: "busy"}},
 	)
 	yes, no := true, false
 	long := strings.Repeat("é", 40000) // a length head of four bytes
@@ -553,6 +577,13 @@ func FuzzMsgCodec(f *testing.F) {
 		{Hello: &Hello{Protocol: 1, Build: "b", Name: "rukh"}},
 		{ID: 1, Exited: &Exited{Status: 1}},
 		{Status: &Status{}, Stop: &Stop{}},
+		{Exec: &Exec{Args: []string{"a"}, Dir: "/", Env: []string{}}},
+		{Spawn: &Spawn{Path: "/p", Args: []string{"/p"}, Files: 3, Session: true, Supervised: true, Ticket: 300}},
+		{Spawned: &Spawned{Ticket: 1, PID: -2, Foreground: true, Error: "e"}},
+		{Exit: &Exit{Status: -130}},
+		{Started: &Started{InvocationID: "i"}},
+		{Cancel: &Cancel{Reason: "r"}},
+		{Error: &Error{Code: CodeInternal, Message: "m"}},
 	} {
 		buf, _ := Encode(nil, m)
 		f.Add(buf[4:])
@@ -581,6 +612,15 @@ func checkMsgDecoding(t *testing.T, body []byte) {
 		if err == nil && !reflect.DeepEqual(m, Msg(p)) {
 			t.Fatalf("%x: %s decoding of Msg gives %+v, the struct codec %+v", body, how, m, p)
 		}
+	}
+	if perr != nil {
+		return
+	}
+	// And what decodes encodes back as the codec would encode it.
+	got, err := (*Msg)(&p).MarshalCBOR()
+	want, werr := encMode().Marshal(&p)
+	if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+		t.Fatalf("%x: %+v encodes as %x (%v); the struct codec gives %x (%v)", body, p, got, err, want, werr)
 	}
 }
 
