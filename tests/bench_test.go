@@ -60,6 +60,7 @@ func BenchmarkCLI(b *testing.B) {
 	// The command every floor runs: PROG FRAME ENV..., as rukh would.
 	floorCall := append([]string{filepath.Join(hello, "bin", "hello"), string(directFrame), extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, directEnv...)
 	var fcall func(*testing.B)
+	var fcallArgs []string
 	for _, c := range []struct {
 		name  string
 		flags []string
@@ -74,7 +75,7 @@ func BenchmarkCLI(b *testing.B) {
 				b.Fatalf("floor %v: %v: %q", c.flags, err, out)
 			}
 		}
-		fcall = run // the last: F-call
+		fcall, fcallArgs = run, args // the last: F-call
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				run(b)
@@ -102,6 +103,27 @@ func BenchmarkCLI(b *testing.B) {
 		}
 	})
 	b.Run("F-daemon÷F-call", func(b *testing.B) { testhome.PairRatio(b, fdaemon, fcall) })
+	// F-launch: what a call without a daemon costs at least in a CLI
+	// split as rukh is (tests/testdata/launch): a Go program, as the thin
+	// client is, that finds no daemon's socket and execs the program that
+	// hosts the call, here F-call itself. Its ratio to F-call is what
+	// that split costs by itself: one more Go program's start and an
+	// exec, which `rukh CMD` without a daemon pays for the thin client
+	// that a call through rukhd needs (docs/adr/0008-thin-client.md).
+	launch := filepath.Join(dir, "launch")
+	build(b, launch, "./testdata/launch")
+	launchArgs := append([]string{filepath.Join(dir, "no-daemon.sock"), floor}, fcallArgs...)
+	flaunch := func(b *testing.B) {
+		if out, err := exec.Command(launch, launchArgs...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
+			b.Fatalf("launch: %v: %q", err, out)
+		}
+	}
+	b.Run("floor/launch+go-host+records+helper", func(b *testing.B) {
+		for b.Loop() {
+			flaunch(b)
+		}
+	})
+	b.Run("F-launch÷F-call", func(b *testing.B) { testhome.PairRatio(b, flaunch, fcall) })
 	// The floors of `rukh version`: any Go program's start, and a Go
 	// program that prints a version (fmt and os).
 	runProgram := func(b *testing.B, path string) {
@@ -185,6 +207,7 @@ func BenchmarkCLI(b *testing.B) {
 		testhome.PairRatio(b, hello2001, hello1)
 	})
 	b.Run("rukh÷F-call", func(b *testing.B) { testhome.PairRatio(b, hello1, fcall) })
+	b.Run("rukh÷F-launch", func(b *testing.B) { testhome.PairRatio(b, hello1, flaunch) })
 	b.Run("rukh-daemon/commands=2001÷1", func(b *testing.B) {
 		for _, env := range envs {
 			rukhCmd(b, env, rukh, "daemon", "start")
