@@ -26,10 +26,13 @@ type doctorReport struct {
 	StoreError string `json:"storeError,omitempty"`
 	// StoreWriteError is why the daemon's writes to the store fail, when
 	// they do (a full disk, say).
-	StoreWriteError string            `json:"storeWriteError,omitempty"`
-	Pending         int               `json:"pendingOutcomes"` // outcomes saved aside
-	Revision        uint64            `json:"revision"`
-	Enforcement     map[string]string `json:"enforcement"`
+	StoreWriteError string `json:"storeWriteError,omitempty"`
+	Pending         int    `json:"pendingOutcomes"` // outcomes saved aside
+	// JournalCopies are the journals set aside beside the store: each may
+	// hold records the store does not have (docs/invocation.md).
+	JournalCopies []string          `json:"journalCopies,omitempty"`
+	Revision      uint64            `json:"revision"`
+	Enforcement   map[string]string `json:"enforcement"`
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
@@ -85,6 +88,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				rep.StoreOK, rep.Revision = true, rev
 			}
 			rep.Pending = invoke.PendingOutcomes(p.Data)
+			rep.JournalCopies = store.JournalCopies(p.Store())
 			// The host that runs this doctor says what writing the store
 			// met: rukhd's, when it runs there (asking it over its own
 			// socket would fail when it is busy or draining).
@@ -112,6 +116,9 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				if rep.Pending > 0 {
 					fmt.Fprintf(f.IO.Out, "pending: %d outcomes saved aside in %s wait for the store to take them (the next call records them)\n",
 						rep.Pending, filepath.Join(p.Data, invoke.PendingDir))
+				}
+				for _, c := range rep.JournalCopies {
+					fmt.Fprintf(f.IO.Out, "journal: %s was set aside: it was not this store's, or had unreadable bytes; it may hold call records the store does not have (see the owner guide)\n", c)
 				}
 				for _, name := range []string{"host", "restricted", "strict"} {
 					fmt.Fprintf(f.IO.Out, "enforcement %-11s %s\n", name+":", rep.Enforcement[name])

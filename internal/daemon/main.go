@@ -257,6 +257,9 @@ func New(name string, p paths.Paths, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range store.JournalCopies(p.Store()) {
+		logger.Warn("a journal was set aside beside the store: it may hold call records the store does not have", "copy", c, "see", name+" doctor")
+	}
 	held := store.NewHeld(st)
 	host := local.NewHeld(p.Data, held, os.Getuid())
 	host.Hide(p.Data, p.Config, p.Runtime)

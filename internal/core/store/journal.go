@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -239,30 +240,69 @@ func parseJournalHeader(b []byte) (journalHeader, error) {
 }
 
 // readEntries returns the records written under the header of salt
-// that follow the header in b, up to the first entry that is short,
-// fails its CRC or has another salt: what the journal holds. An entry
-// that passes its CRC and does not decode is damage.
-func readEntries(b []byte, salt uint64) ([]journalEntry, error) {
-	var out []journalEntry
+// that follow the header in b, each entry in turn until one is short,
+// fails its CRC or has another salt. That ends what the journal holds
+// (a crash leaves a torn last entry, then zeros), unless a whole entry
+// under the same salt follows further on: then the bytes before it are a
+// gap (a block the disk lost, or appends a power cut left out of order),
+// the entries after it are read too, and gap is how many bytes were
+// skipped. An entry that passes its CRC and does not decode is damage.
+func readEntries(b []byte, salt uint64) (entries []journalEntry, gap int, err error) {
 	off := journalHeaderSize
 	for off+entryHeaderSize <= len(b) {
-		n := int(binary.BigEndian.Uint32(b[off:]))
-		sum := binary.BigEndian.Uint32(b[off+4:])
-		if n == 0 || n > maxJournalEntry || off+entryHeaderSize+n > len(b) {
-			break
+		size := entryAt(b, off, salt)
+		if size == 0 {
+			next := nextEntry(b, off+1, salt)
+			if next < 0 {
+				break
+			}
+			gap += next - off
+			off = next
+			continue
 		}
-		body := b[off+8 : off+entryHeaderSize+n]
-		if crc32.Checksum(body, castagnoli()) != sum || binary.BigEndian.Uint64(body) != salt {
-			break
-		}
-		e, err := decodeEntry(body[8:])
+		e, err := decodeEntry(b[off+entryHeaderSize : off+size])
 		if err != nil {
-			return nil, fmt.Errorf("entry at offset %d: %w", off, err)
+			return nil, 0, fmt.Errorf("entry at offset %d: %w", off, err)
 		}
-		out = append(out, *e)
-		off += entryHeaderSize + n
+		entries = append(entries, *e)
+		off += size
 	}
-	return out, nil
+	return entries, gap, nil
+}
+
+// entryAt returns the size of the whole entry under salt that starts at
+// off in b, or 0 when there is none there.
+func entryAt(b []byte, off int, salt uint64) int {
+	if off+entryHeaderSize > len(b) {
+		return 0
+	}
+	n := int(binary.BigEndian.Uint32(b[off:]))
+	if n == 0 || n > maxJournalEntry || off+entryHeaderSize+n > len(b) {
+		return 0
+	}
+	body := b[off+8 : off+entryHeaderSize+n]
+	if binary.BigEndian.Uint64(body) != salt || crc32.Checksum(body, castagnoli()) != binary.BigEndian.Uint32(b[off+4:]) {
+		return 0
+	}
+	return entryHeaderSize + n
+}
+
+// nextEntry finds the first whole entry under salt that starts at from
+// or later in b (its salt is 8 bytes into it), or -1.
+func nextEntry(b []byte, from int, salt uint64) int {
+	var want [8]byte
+	binary.BigEndian.PutUint64(want[:], salt)
+	for from+entryHeaderSize <= len(b) {
+		i := bytes.Index(b[from+8:], want[:])
+		if i < 0 {
+			return -1
+		}
+		if entryAt(b, from+i, salt) > 0 {
+			return from + i
+		}
+		from += i + 1
+	}
+	return -1
 }
 
 // entryBytes frames record data as an entry under the header of salt.
@@ -344,11 +384,27 @@ func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader,
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the journal %s: %w", path, err)
 	}
-	entries, err := readEntries(append(head, rest...), h.salt)
+	entries, gap, err := readEntries(append(head, rest...), h.salt)
 	if err != nil {
 		return nil, nil, &CorruptError{Path: path, Err: err}
 	}
+	if gap > 0 {
+		return &h, entries, &gapError{path: path, gap: gap}
+	}
 	return &h, entries, nil
+}
+
+// gapError is a journal with unreadable bytes between whole entries
+// (readEntries): every whole entry is applied, and the file is then set
+// aside, so that what it held stays there for the owner to see (rukh
+// doctor lists it), and a new one is made.
+type gapError struct {
+	path string
+	gap  int
+}
+
+func (e *gapError) Error() string {
+	return fmt.Sprintf("the journal %s has %d unreadable bytes between whole entries", e.path, e.gap)
 }
 
 // badJournal is a journal file that cannot be this store's: it is moved
@@ -393,6 +449,10 @@ func (s *Store) replayJournal(readOnly bool, folded uint64) (uint64, error) {
 		}
 		return folded, nil
 	}
+	gap := (*gapError)(nil)
+	if errors.As(err, &gap) {
+		err = nil
+	}
 	if err != nil || h == nil || h.gen <= folded {
 		return folded, err
 	}
@@ -406,7 +466,23 @@ func (s *Store) replayJournal(readOnly bool, folded uint64) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("apply the journal %s: %w", s.path+JournalSuffix, err)
 	}
+	if gap != nil {
+		// Applied, and folded: what it held that could not be read is
+		// kept beside the store, never overwritten by the next entries.
+		if err := setAside(gap.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("%v, and it could not be set aside: %w", gap, err)
+		}
+	}
 	return h.gen, nil
+}
+
+// JournalCopies lists the journals set aside beside the store at path:
+// ones that could not be this store's, and ones with unreadable bytes
+// between whole entries, whose whole entries were applied (ADR 0013).
+// Each may hold records the store does not have.
+func JournalCopies(path string) []string {
+	copies, _ := filepath.Glob(path + JournalSuffix + ".aside*")
+	return copies
 }
 
 // foldedGeneration reads the last journal generation the store folded

@@ -2,10 +2,12 @@ package store_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -516,5 +518,110 @@ func TestRetentionAcrossFolds(t *testing.T) {
 		if got[journalInv(k, "").ID] == nil {
 			t.Fatalf("invocation %d, one of the last %d, was pruned", k, store.MaxFinishedInvocations)
 		}
+	}
+}
+
+// killedJournal records six begin records and the outcome of the first
+// in a journaled store, and leaves its files as a killed daemon would:
+// nothing folded. It returns the store's path and the journal's bytes
+// with the offsets at which its entries start.
+func killedJournal(t *testing.T) (path string, journal []byte, entries []int) {
+	t.Helper()
+	path, s := openJournaled(t)
+	for n := 1; n <= 6; n++ {
+		if err := s.JournalBegin(journalInv(n, "agent"), 1<<20, alive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.JournalFinish(journalInv(1, "agent").ID, &store.Finish{Outcome: "succeeded"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	journal, committed := storeBytes(t, path+store.JournalSuffix), storeBytes(t, path)
+	s.Close()
+	if err := os.WriteFile(path, committed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for off := 64; binary.BigEndian.Uint32(journal[off:]) != 0; off += 16 + int(binary.BigEndian.Uint32(journal[off:])) {
+		entries = append(entries, off)
+	}
+	if len(entries) != 7 {
+		t.Fatalf("the journal holds %d entries, want 7", len(entries))
+	}
+	return path, journal, entries
+}
+
+// TestJournalGap: unreadable bytes between whole entries of a journal (a
+// block the disk lost) cost only the entries in them. Every whole entry
+// after them is applied too, and the journal is set aside, kept for the
+// owner (JournalCopies, which rukh doctor lists), never silently cut
+// short; a torn last entry, which every crash may leave, is no gap.
+func TestJournalGap(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(journal []byte, entries []int) []byte
+		lost   []int // the calls whose begin record is lost
+		copies int
+	}{
+		{"an entry's bytes flipped", func(b []byte, e []int) []byte { b[e[2]+20] ^= 0xff; return b }, []int{3}, 1},
+		{"an entry zeroed", func(b []byte, e []int) []byte { clear(b[e[2]:e[3]]); return b }, []int{3}, 1},
+		{"two entries zeroed, from within the first", func(b []byte, e []int) []byte { clear(b[e[1]+3 : e[3]]); return b }, []int{2, 3}, 1},
+		{"a torn last entry", func(b []byte, e []int) []byte { clear(b[e[6]+20 : e[6]+30]); return b }, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, journal, entries := killedJournal(t)
+			damaged := tc.damage(journal, entries)
+			if err := os.WriteFile(path+store.JournalSuffix, damaged, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := store.Open(path, store.Options{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := invocations(t, s)
+			s.Close()
+			want := 6
+			for n := 1; n <= 6; n++ {
+				inv := got[journalInv(n, "agent").ID]
+				if slices.Contains(tc.lost, n) {
+					want--
+					if inv != nil {
+						t.Errorf("invocation %d, whose entry is damaged, is recorded", n)
+					}
+					continue
+				}
+				if inv == nil {
+					t.Errorf("invocation %d is lost", n)
+				}
+			}
+			if len(got) != want {
+				t.Errorf("%d invocations, want %d", len(got), want)
+			}
+			if tc.name != "a torn last entry" {
+				if first := got[journalInv(1, "agent").ID]; first == nil || first.Outcome != "succeeded" {
+					t.Errorf("the first call's outcome, written after the gap, is not applied: %+v", first)
+				}
+			}
+			copies := store.JournalCopies(path)
+			if len(copies) != tc.copies {
+				t.Fatalf("journals set aside: %q, want %d", copies, tc.copies)
+			}
+			if tc.copies > 0 {
+				if kept := storeBytes(t, copies[0]); !bytes.Equal(kept, damaged) {
+					t.Error("the journal set aside is not the damaged one, whole")
+				}
+			}
+			// A second open applies nothing more and sets nothing else aside.
+			s, err = store.Open(path, store.Options{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if again := invocations(t, s); len(again) != len(got) {
+				t.Errorf("a second open finds %d invocations, the first %d", len(again), len(got))
+			}
+			if again := store.JournalCopies(path); len(again) != tc.copies {
+				t.Errorf("a second open leaves %q set aside", again)
+			}
+		})
 	}
 }
