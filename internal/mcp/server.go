@@ -625,6 +625,13 @@ func (a *adapter) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 		}
 	}
 	out, err := a.opts.Host.CallTool(ctx, call, opts)
+	if we := (*wire.Error)(nil); errors.As(err, &we) && we.Code == wire.CodeUnknownTool {
+		// The name may be a listing's of an older revision, and the
+		// client is now told to list again: a page asked ahead may be of
+		// that listing too, and is not given (the watch may not have
+		// reported the revision yet).
+		a.takePrefetch()
+	}
 	if err != nil {
 		return nil, hostError(err)
 	}
