@@ -12,10 +12,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
+
+	"github.com/rukh-cli/rukh/internal/atomicfile"
 )
 
 // The journal (ADR 0013) makes an invocation's begin record and its
@@ -389,18 +392,19 @@ func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader,
 		return nil, nil, &CorruptError{Path: path, Err: err}
 	}
 	if gap > 0 {
-		return &h, entries, &gapError{path: path, gap: gap}
+		return &h, entries, &gapError{path: path, gap: gap, data: append(head, rest...)}
 	}
 	return &h, entries, nil
 }
 
 // gapError is a journal with unreadable bytes between whole entries
-// (readEntries): every whole entry is applied, and the file is then set
-// aside, so that what it held stays there for the owner to see (rukh
-// doctor lists it), and a new one is made.
+// (readEntries). A copy of it (data, the bytes read) is kept beside it
+// (keepCopy) before anything of it is applied, for the owner to see
+// (rukh doctor lists it); then every whole entry is applied.
 type gapError struct {
 	path string
 	gap  int
+	data []byte
 }
 
 func (e *gapError) Error() string {
@@ -462,26 +466,47 @@ func (s *Store) replayJournal(readOnly bool, folded uint64) (uint64, error) {
 	if readOnly {
 		return 0, &UnfoldedError{Path: s.path + JournalSuffix}
 	}
+	if gap != nil {
+		// Kept before anything of it is applied: once applied, its
+		// generation is folded and no open reads it again. A process
+		// that dies between the two makes a second copy at the next open.
+		if err := keepCopy(gap.path, gap.data); err != nil {
+			return 0, fmt.Errorf("%v; a copy of it is kept before it is applied, and none could be made: %w; "+
+				"nothing of it is applied until one can (remove the copies %s.aside* you have looked at)", gap, err, filepath.Base(gap.path))
+		}
+	}
 	err = s.runTx(txMode{write: true}, func(tx *Tx) error { return applyEntries(tx, entries, h.gen) })
 	if err != nil {
 		return 0, fmt.Errorf("apply the journal %s: %w", s.path+JournalSuffix, err)
 	}
-	if gap != nil {
-		// Applied, and folded: what it held that could not be read is
-		// kept beside the store, never overwritten by the next entries.
-		if err := setAside(gap.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, fmt.Errorf("%v, and it could not be set aside: %w", gap, err)
-		}
-	}
 	return h.gen, nil
 }
 
+// keepCopy writes data, a journal read whole, to a new file beside it
+// (".aside", numbered when that exists), synced before it returns.
+func keepCopy(path string, data []byte) error {
+	for i := range maxCopies {
+		err := atomicfile.WriteNew(copyName(path+".aside", i), data, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s.aside and nine numbered copies exist already", path)
+}
+
 // JournalCopies lists the journals set aside beside the store at path:
-// ones that could not be this store's, and ones with unreadable bytes
-// between whole entries, whose whole entries were applied (ADR 0013).
-// Each may hold records the store does not have.
+// ones that could not be this store's, and copies of ones with unreadable
+// bytes between whole entries, whose whole entries were applied (ADR
+// 0013). Each may hold records the store does not have.
 func JournalCopies(path string) []string {
-	copies, _ := filepath.Glob(path + JournalSuffix + ".aside*")
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+JournalSuffix+".aside"
+	entries, _ := os.ReadDir(dir)
+	var copies []string
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && (rest == "" || rest[0] == '.') {
+			copies = append(copies, filepath.Join(dir, e.Name()))
+		}
+	}
 	return copies
 }
 

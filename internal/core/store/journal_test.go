@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -552,20 +553,24 @@ func killedJournal(t *testing.T) (path string, journal []byte, entries []int) {
 
 // TestJournalGap: unreadable bytes between whole entries of a journal (a
 // block the disk lost) cost only the entries in them. Every whole entry
-// after them is applied too, and the journal is set aside, kept for the
-// owner (JournalCopies, which rukh doctor lists), never silently cut
-// short; a torn last entry, which every crash may leave, is no gap.
+// after them is applied too, after a copy of the journal is kept beside
+// it for the owner (JournalCopies, which rukh doctor lists): never
+// silently cut short. A torn last entry, which every crash may leave, is
+// no gap. The open that applies it may be a daemon's (Journal), which
+// then starts the journal over.
 func TestJournalGap(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		damage func(journal []byte, entries []int) []byte
-		lost   []int // the calls whose begin record is lost
-		copies int
+		name    string
+		damage  func(journal []byte, entries []int) []byte
+		lost    []int // the calls whose begin record is lost
+		copies  int
+		journal bool // opened as rukhd opens it
 	}{
-		{"an entry's bytes flipped", func(b []byte, e []int) []byte { b[e[2]+20] ^= 0xff; return b }, []int{3}, 1},
-		{"an entry zeroed", func(b []byte, e []int) []byte { clear(b[e[2]:e[3]]); return b }, []int{3}, 1},
-		{"two entries zeroed, from within the first", func(b []byte, e []int) []byte { clear(b[e[1]+3 : e[3]]); return b }, []int{2, 3}, 1},
-		{"a torn last entry", func(b []byte, e []int) []byte { clear(b[e[6]+20 : e[6]+30]); return b }, nil, 0},
+		{"an entry's bytes flipped", func(b []byte, e []int) []byte { b[e[2]+20] ^= 0xff; return b }, []int{3}, 1, false},
+		{"an entry zeroed", func(b []byte, e []int) []byte { clear(b[e[2]:e[3]]); return b }, []int{3}, 1, false},
+		{"two entries zeroed, from within the first", func(b []byte, e []int) []byte { clear(b[e[1]+3 : e[3]]); return b }, []int{2, 3}, 1, false},
+		{"an entry zeroed, opened by rukhd", func(b []byte, e []int) []byte { clear(b[e[2]:e[3]]); return b }, []int{3}, 1, true},
+		{"a torn last entry", func(b []byte, e []int) []byte { clear(b[e[6]+20 : e[6]+30]); return b }, nil, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, journal, entries := killedJournal(t)
@@ -573,45 +578,31 @@ func TestJournalGap(t *testing.T) {
 			if err := os.WriteFile(path+store.JournalSuffix, damaged, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			s, err := store.Open(path, store.Options{Timeout: time.Second})
+			opts := store.Options{Timeout: time.Second, Journal: tc.journal}
+			s, err := store.Open(path, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := invocations(t, s)
+			if tc.journal { // a new generation: the next calls' entries are its own
+				if err := s.JournalBegin(journalInv(7, "agent"), 1<<20, alive); err != nil {
+					t.Fatal(err)
+				}
+				got[journalInv(7, "agent").ID] = nil
+			}
 			s.Close()
-			want := 6
-			for n := 1; n <= 6; n++ {
-				inv := got[journalInv(n, "agent").ID]
-				if slices.Contains(tc.lost, n) {
-					want--
-					if inv != nil {
-						t.Errorf("invocation %d, whose entry is damaged, is recorded", n)
-					}
-					continue
-				}
-				if inv == nil {
-					t.Errorf("invocation %d is lost", n)
-				}
-			}
-			if len(got) != want {
-				t.Errorf("%d invocations, want %d", len(got), want)
-			}
-			if tc.name != "a torn last entry" {
-				if first := got[journalInv(1, "agent").ID]; first == nil || first.Outcome != "succeeded" {
-					t.Errorf("the first call's outcome, written after the gap, is not applied: %+v", first)
-				}
-			}
+			checkGapRecords(t, got, tc.lost, tc.journal)
 			copies := store.JournalCopies(path)
 			if len(copies) != tc.copies {
-				t.Fatalf("journals set aside: %q, want %d", copies, tc.copies)
+				t.Fatalf("journals kept aside: %q, want %d", copies, tc.copies)
 			}
 			if tc.copies > 0 {
 				if kept := storeBytes(t, copies[0]); !bytes.Equal(kept, damaged) {
-					t.Error("the journal set aside is not the damaged one, whole")
+					t.Error("the copy kept aside is not the damaged journal, whole")
 				}
 			}
-			// A second open applies nothing more and sets nothing else aside.
-			s, err = store.Open(path, store.Options{Timeout: time.Second})
+			// A second open applies nothing more and keeps no other copy.
+			s, err = store.Open(path, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -620,8 +611,76 @@ func TestJournalGap(t *testing.T) {
 				t.Errorf("a second open finds %d invocations, the first %d", len(again), len(got))
 			}
 			if again := store.JournalCopies(path); len(again) != tc.copies {
-				t.Errorf("a second open leaves %q set aside", again)
+				t.Errorf("a second open leaves %q aside", again)
 			}
 		})
+	}
+}
+
+// checkGapRecords checks that every call but the lost ones is recorded,
+// and that the first call's outcome, written after the gap, is applied.
+func checkGapRecords(t *testing.T, got map[string]*store.Invocation, lost []int, extra bool) {
+	t.Helper()
+	want := 6 - len(lost)
+	if extra {
+		want++
+	}
+	for n := 1; n <= 6; n++ {
+		inv, ok := got[journalInv(n, "agent").ID]
+		if slices.Contains(lost, n) {
+			if ok {
+				t.Errorf("invocation %d, whose entry is damaged, is recorded", n)
+			}
+		} else if !ok {
+			t.Errorf("invocation %d is lost", n)
+		} else if n == 1 && lost != nil && (inv == nil || inv.Outcome != "succeeded") {
+			t.Errorf("the first call's outcome, written after the gap, is not applied: %+v", inv)
+		}
+	}
+	if len(got) != want {
+		t.Errorf("%d invocations, want %d", len(got), want)
+	}
+}
+
+// TestJournalGapWithoutRoom: when no copy of a journal with a gap can be
+// kept (ten copies exist already), the open fails saying so and applies
+// nothing, and the journal is left as it was; once there is room, the
+// next open keeps the copy and applies it. Nothing is lost either way.
+func TestJournalGapWithoutRoom(t *testing.T) {
+	path, journal, entries := killedJournal(t)
+	clear(journal[entries[2]:entries[3]])
+	if err := os.WriteFile(path+store.JournalSuffix, journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		name := path + store.JournalSuffix + ".aside"
+		if i > 0 {
+			name += fmt.Sprintf(".%d", i)
+		}
+		if err := os.WriteFile(name, []byte("an earlier copy"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := storeBytes(t, path)
+	_, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "nothing of it is applied until one can") || !strings.Contains(err.Error(), "nine numbered copies exist already") {
+		t.Fatalf("open with no room for a copy: %v", err)
+	}
+	if !bytes.Equal(storeBytes(t, path), before) || !bytes.Equal(storeBytes(t, path+store.JournalSuffix), journal) {
+		t.Fatal("the refused open changed the store or the journal")
+	}
+	for _, c := range store.JournalCopies(path)[:3] {
+		if err := os.Remove(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := store.Open(path, store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkGapRecords(t, invocations(t, s), []int{3}, false)
+	if copies := store.JournalCopies(path); len(copies) != 8 {
+		t.Errorf("%d copies, want the 7 left and the new one", len(copies))
 	}
 }
