@@ -128,6 +128,7 @@ func TestDaemon(t *testing.T) {
 		{"Doctor", testDaemonDoctor},
 		{"StopUnreaped", testDaemonStopUnreaped},
 		{"SymlinkedHome", testDaemonSymlinkedHome},
+		{"JournalGap", testDaemonJournalGap},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1332,5 +1333,81 @@ func dtCopy(t *testing.T, from, to string) {
 	}
 	if err := os.Chmod(to, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// 13. rukhd is killed -9 with calls' records in its journal, and a block
+// of the journal is lost (an entry in the middle zeroed): the next rukhd
+// keeps a copy of the journal, applies every whole entry (the records
+// are those an undamaged copy of the files gives, but the one call whose
+// begin record was lost), logs the copy, and doctor names it.
+func testDaemonJournalGap(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	d := h.startDaemon(b.rukhd, b.build)
+	for range 6 {
+		h.ppid()
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.wait(t)
+
+	data := filepath.Join(h.home, "data")
+	journal := filepath.Join(data, "store.db.journal")
+	raw, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The entries written under the header's salt (bytes 40–48), each
+	// its length (4 bytes), a CRC (4), the salt (8) and its record.
+	var entries []int
+	for off := 64; off+16 <= len(raw) && bytes.Equal(raw[off+8:off+16], raw[40:48]); off += 16 + int(binary.BigEndian.Uint32(raw[off:])) {
+		entries = append(entries, off)
+	}
+	if len(entries) < 6 {
+		t.Fatalf("rukhd left %d entries in its journal, want a call's two records each", len(entries))
+	}
+
+	// What the undamaged files give, read without a daemon.
+	whole := &dtHome{t: t, b: b, dir: h.dir, home: filepath.Join(h.dir, "whole"), rukh: h.rukh}
+	whole.env = append(os.Environ(), "RUKH_HOME="+whole.home)
+	for _, name := range []string{"store.db", "store.db.journal"} {
+		src, err := os.ReadFile(filepath.Join(data, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testhome.WriteFiles(t, filepath.Join(whole.home, "data"), map[string]string{name: string(src)})
+	}
+	want := whole.invocations()
+
+	clear(raw[entries[2]:entries[3]])
+	if err := os.WriteFile(journal, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = h.startDaemon(b.rukhd, b.build)
+	got := h.invocations()
+	if len(got) != len(want)-1 {
+		t.Fatalf("%d records after the gap, want %d (all but one): %+v", len(got), len(want)-1, got)
+	}
+	t.Logf("%d journal entries; %d records from the undamaged files, %d after the gap", len(entries), len(want), len(got))
+	byID := map[string]dtRecord{}
+	for _, r := range got {
+		byID[r.ID] = r
+	}
+	for _, r := range want {
+		if g, ok := byID[r.ID]; ok && g != r {
+			t.Errorf("record %s is %+v after the gap, %+v without it", r.ID, g, r)
+		}
+	}
+	if log := d.logText(); !strings.Contains(log, "a journal was set aside beside the store") || !strings.Contains(log, "store.db.journal.aside") {
+		t.Errorf("rukhd's log does not name the journal it kept aside:\n%s", log)
+	}
+	out := h.must("doctor")
+	if !strings.Contains(out, "journal: "+journal+".aside was set aside") {
+		t.Errorf("doctor does not name the journal kept aside:\n%s", out)
+	}
+	kept, err := os.ReadFile(journal + ".aside")
+	if err != nil || !bytes.Equal(kept, raw) {
+		t.Errorf("the copy kept aside is not the damaged journal (%v)", err)
 	}
 }
