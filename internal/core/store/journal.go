@@ -360,10 +360,10 @@ func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader,
 		return nil, nil, &UnavailableError{Path: path, Err: err}
 	}
 	defer f.Close()
-	// The header and the start of the first entry: enough to tell a
-	// journal with nothing to apply, which is what every open after a
-	// fold finds (its header is the next generation's), from one to read.
-	head := make([]byte, journalHeaderSize+entryHeaderSize)
+	// The journal's first block: enough to tell a journal with nothing to
+	// apply, which is what every open after a fold finds (its header is
+	// the next generation's), from one to read.
+	head := make([]byte, firstBlock)
 	n, err := io.ReadFull(f, head)
 	if n < journalHeaderSize && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return nil, nil, &badJournal{path: path, err: fmt.Errorf("it is shorter than a header")}
@@ -378,9 +378,7 @@ func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader,
 	if err != nil {
 		return nil, nil, &badJournal{path: path, err: err}
 	}
-	if h.gen <= folded || len(head) < journalHeaderSize+entryHeaderSize ||
-		binary.BigEndian.Uint32(head[journalHeaderSize:]) == 0 ||
-		binary.BigEndian.Uint64(head[journalHeaderSize+8:]) != h.salt {
+	if h.gen <= folded || !writtenUnder(head, h.salt) {
 		return &h, nil, nil // nothing written under this header
 	}
 	rest, err := io.ReadAll(io.LimitReader(f, JournalSize))
@@ -409,6 +407,27 @@ type gapError struct {
 
 func (e *gapError) Error() string {
 	return fmt.Sprintf("the journal %s has %d unreadable bytes between whole entries", e.path, e.gap)
+}
+
+// firstBlock is how much of a journal an open reads first: the header
+// and the first entries, in one read.
+const firstBlock = 4096
+
+// writtenUnder reports whether anything was written under the header of
+// salt, from the journal's first bytes: the first entry begins with a
+// length and carries the salt, or, should its head be damaged, the salt
+// stands further on in the first block (a gap, which the whole read then
+// finds). Zeros there, or an older header's entries, are nothing.
+func writtenUnder(first []byte, salt uint64) bool {
+	if len(first) < journalHeaderSize+entryHeaderSize {
+		return false
+	}
+	if binary.BigEndian.Uint32(first[journalHeaderSize:]) != 0 && binary.BigEndian.Uint64(first[journalHeaderSize+8:]) == salt {
+		return true
+	}
+	var want [8]byte
+	binary.BigEndian.PutUint64(want[:], salt)
+	return bytes.Contains(first[journalHeaderSize+entryHeaderSize:], want[:])
 }
 
 // badJournal is a journal file that cannot be this store's: it is moved

@@ -570,6 +570,8 @@ func TestJournalGap(t *testing.T) {
 		{"an entry zeroed", func(b []byte, e []int) []byte { clear(b[e[2]:e[3]]); return b }, []int{3}, 1, false},
 		{"two entries zeroed, from within the first", func(b []byte, e []int) []byte { clear(b[e[1]+3 : e[3]]); return b }, []int{2, 3}, 1, false},
 		{"an entry zeroed, opened by rukhd", func(b []byte, e []int) []byte { clear(b[e[2]:e[3]]); return b }, []int{3}, 1, true},
+		{"the first entry's head zeroed", func(b []byte, e []int) []byte { clear(b[e[0] : e[0]+16]); return b }, []int{1}, 1, false},
+		{"the first entry's salt flipped", func(b []byte, e []int) []byte { b[e[0]+9] ^= 0xff; return b }, []int{1}, 1, false},
 		{"a torn last entry", func(b []byte, e []int) []byte { clear(b[e[6]+20 : e[6]+30]); return b }, nil, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
