@@ -385,12 +385,13 @@ func readJournal(storePath string, tag [16]byte, folded uint64) (*journalHeader,
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the journal %s: %w", path, err)
 	}
-	entries, gap, err := readEntries(append(head, rest...), h.salt)
+	whole := append(head, rest...)
+	entries, gap, err := readEntries(whole, h.salt)
 	if err != nil {
 		return nil, nil, &CorruptError{Path: path, Err: err}
 	}
 	if gap > 0 {
-		return &h, entries, &gapError{path: path, gap: gap, data: append(head, rest...)}
+		return &h, entries, &gapError{path: path, gap: gap, data: whole}
 	}
 	return &h, entries, nil
 }
