@@ -69,6 +69,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/strictjson/
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRecord$$' -fuzztime=$(FUZZTIME) ./internal/core/store/
 	$(GO) test -run='^$$' -fuzz='^FuzzJournal$$' -fuzztime=$(FUZZTIME) ./internal/core/store/
+	$(GO) test -run='^$$' -fuzz='^FuzzJournalGap$$' -fuzztime=$(FUZZTIME) ./internal/core/store/
 	$(GO) test -run='^$$' -fuzz='^FuzzUnpack$$' -fuzztime=$(FUZZTIME) ./internal/release/trust/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./internal/release/trust/
 	$(GO) test -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./internal/release/extproto/
