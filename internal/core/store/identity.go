@@ -180,14 +180,10 @@ func (s *Store) saveAside() (string, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("its directory %s is gone", dir)
 	}
-	for i := range maxCopies {
-		name := copyName(s.path+RecoveredSuffix, i)
+	return newCopy(s.path+RecoveredSuffix, func(name string) error {
 		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
 		if err != nil {
-			return "", err
+			return err
 		}
 		err = s.run(false, func(btx *bolt.Tx) error {
 			_, err := btx.WriteTo(f)
@@ -204,11 +200,26 @@ func (s *Store) saveAside() (string, error) {
 		}
 		if err != nil {
 			os.Remove(name)
-			return "", err
 		}
-		return name, nil
+		return err
+	})
+}
+
+// newCopy makes a copy beside the store under the first of base's names
+// (copyName) that create does not find taken: create makes the file at
+// name, or fails with an error satisfying errors.Is(err, fs.ErrExist)
+// when something is there already. It returns the name made.
+func newCopy(base string, create func(name string) error) (string, error) {
+	for i := range maxCopies {
+		name := copyName(base, i)
+		if err := create(name); !errors.Is(err, fs.ErrExist) {
+			if err != nil {
+				return "", err
+			}
+			return name, nil
+		}
 	}
-	return "", fmt.Errorf("%s%s and nine numbered copies exist already", s.path, RecoveredSuffix)
+	return "", fmt.Errorf("%s and nine numbered copies exist already", base)
 }
 
 // maxCopies is how many copies of one name (copyName) are made beside

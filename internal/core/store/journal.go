@@ -293,10 +293,9 @@ func entryAt(b []byte, off int, salt uint64) int {
 // nextEntry finds the first whole entry under salt that starts at from
 // or later in b (its salt is 8 bytes into it), or -1.
 func nextEntry(b []byte, from int, salt uint64) int {
-	var want [8]byte
-	binary.BigEndian.PutUint64(want[:], salt)
+	want := saltBytes(salt)
 	for from+entryHeaderSize <= len(b) {
-		i := bytes.Index(b[from+8:], want[:])
+		i := bytes.Index(b[from+8:], want)
 		if i < 0 {
 			return -1
 		}
@@ -426,10 +425,11 @@ func writtenUnder(first []byte, salt uint64) bool {
 	if binary.BigEndian.Uint32(first[journalHeaderSize:]) != 0 && binary.BigEndian.Uint64(first[journalHeaderSize+8:]) == salt {
 		return true
 	}
-	var want [8]byte
-	binary.BigEndian.PutUint64(want[:], salt)
-	return bytes.Contains(first[journalHeaderSize+entryHeaderSize:], want[:])
+	return bytes.Contains(first[journalHeaderSize+entryHeaderSize:], saltBytes(salt))
 }
+
+// saltBytes is salt as an entry carries it, 8 bytes into the entry.
+func saltBytes(salt uint64) []byte { return binary.BigEndian.AppendUint64(nil, salt) }
 
 // badJournal is a journal file that cannot be this store's: it is moved
 // aside (setAside) and a new one made.
@@ -444,17 +444,16 @@ func (e *badJournal) Error() string { return fmt.Sprintf("the journal %s: %v", e
 // beside it (".aside", numbered when that exists), never removing what
 // it may hold.
 func setAside(path string) error {
-	for i := range maxCopies {
-		name := copyName(path+".aside", i)
+	_, err := newCopy(path+".aside", func(name string) error {
 		if _, err := os.Lstat(name); err == nil {
-			continue
+			return fs.ErrExist // a rename would replace it
 		}
-		if err := os.Rename(path, name); err != nil {
-			return err
-		}
-		return syncDir(filepath.Dir(path))
+		return os.Rename(path, name)
+	})
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%s.aside and nine numbered copies exist already", path)
+	return syncDir(filepath.Dir(path))
 }
 
 // replayJournal applies, in one transaction, the entries a journal
@@ -505,13 +504,8 @@ func (s *Store) replayJournal(readOnly bool, folded uint64) (uint64, error) {
 // keepCopy writes data, a journal read whole, to a new file beside it
 // (".aside", numbered when that exists), synced before it returns.
 func keepCopy(path string, data []byte) error {
-	for i := range maxCopies {
-		err := atomicfile.WriteNew(copyName(path+".aside", i), data, 0o600)
-		if !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-	}
-	return fmt.Errorf("%s.aside and nine numbered copies exist already", path)
+	_, err := newCopy(path+".aside", func(name string) error { return atomicfile.WriteNew(name, data, 0o600) })
+	return err
 }
 
 // JournalCopies lists the journals set aside beside the store at path:
