@@ -222,6 +222,21 @@ func newCopy(base string, create func(name string) error) (string, error) {
 	return "", fmt.Errorf("%s and nine numbered copies exist already", base)
 }
 
+// copiesOf lists the copies of base (copyName's names) in its directory.
+// It reads the directory rather than matching a pattern: the store's
+// path may hold [, * or ?.
+func copiesOf(base string) []string {
+	dir, name := filepath.Dir(base), filepath.Base(base)
+	entries, _ := os.ReadDir(dir)
+	var copies []string
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Name(), name); ok && (rest == "" || rest[0] == '.') {
+			copies = append(copies, filepath.Join(dir, e.Name()))
+		}
+	}
+	return copies
+}
+
 // maxCopies is how many copies of one name (copyName) are made beside
 // the store: the name itself and nine numbered ones.
 const maxCopies = 10
@@ -309,7 +324,7 @@ func lostStore(path string) error {
 			found = append(found, fmt.Sprintf("%d %s in %s/", n, sign.what, sign.dir))
 		}
 	}
-	if copies, _ := filepath.Glob(path + RecoveredSuffix + "*"); len(copies) > 0 {
+	if copies := copiesOf(path + RecoveredSuffix); len(copies) > 0 {
 		found = append(found, filepath.Base(copies[0]))
 	}
 	if len(found) == 0 {

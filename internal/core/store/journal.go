@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -512,17 +511,7 @@ func keepCopy(path string, data []byte) error {
 // ones that could not be this store's, and copies of ones with unreadable
 // bytes between whole entries, whose whole entries were applied (ADR
 // 0013). Each may hold records the store does not have.
-func JournalCopies(path string) []string {
-	dir, prefix := filepath.Dir(path), filepath.Base(path)+JournalSuffix+".aside"
-	entries, _ := os.ReadDir(dir)
-	var copies []string
-	for _, e := range entries {
-		if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && (rest == "" || rest[0] == '.') {
-			copies = append(copies, filepath.Join(dir, e.Name()))
-		}
-	}
-	return copies
-}
+func JournalCopies(path string) []string { return copiesOf(path + JournalSuffix + ".aside") }
 
 // foldedGeneration reads the last journal generation the store folded
 // from its meta bucket.
