@@ -200,9 +200,17 @@ func oneShot(cfg Config, args []string) int {
 	// second one kills the call at once, its helper included whatever
 	// state the command left it in, and it is still recorded
 	// (invoke.WithAbort); a third has its default effect and ends the
-	// process.
+	// process. Catching them takes the Go runtime 0.2–0.4 ms (a thread of
+	// its own and a handshake with it per signal), so it is done while the
+	// command line is resolved, and the line runs nothing before they are
+	// caught (cli.Factory.Ready): until then a signal ends the process,
+	// as it does while the runtime starts.
 	sigs := make(chan os.Signal, 3)
-	signal.Notify(sigs, thin.StopSignals()...)
+	caught := make(chan struct{})
+	go func() {
+		signal.Notify(sigs, thin.StopSignals()...)
+		close(caught)
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	abort := make(chan struct{})
@@ -217,12 +225,12 @@ func oneShot(cfg Config, args []string) int {
 		syscall.Kill(os.Getpid(), syscall.SIGINT)
 	}()
 	ctx = invoke.WithAbort(ctx, abort)
-	return run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Environ())
+	return run(ctx, cfg, args, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Environ(), func() { <-caught })
 }
 
 // run runs the CLI in this process with explicit streams and environment
-// ("KEY=value" pairs).
-func run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, environ []string) int {
+// ("KEY=value" pairs); ready, if set, is the Factory's Ready.
+func run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, environ []string, ready func()) int {
 	cliname.Set(cfg.Name)
 	getenv := envpolicy.Lookup(environ)
 	dir, _ := os.Getwd()
@@ -239,6 +247,7 @@ func run(ctx context.Context, cfg Config, args []string, ios cli.IOStreams, envi
 		Dir:      dir,
 		Env:      environ,
 		Builtins: b,
+		Ready:    ready,
 	}
 	return cli.Execute(ctx, f, args)
 }

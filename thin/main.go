@@ -49,14 +49,6 @@ func Main(name string, args []string) int {
 	if status, ok := version(name, args); ok {
 		return status
 	}
-	// From here the client waits on the daemon and on its one command and
-	// computes next to nothing, so it runs its goroutines on one
-	// processor: with more, the Go scheduler wakes idle threads to look
-	// for work each time a goroutine becomes runnable, and on a 2-core
-	// machine that CPU is taken from rukhd and the command
-	// (docs/benchmarks.md, "Fifth pass"). A core it execs is a new
-	// process, with the default.
-	runtime.GOMAXPROCS(1)
 	if status, ok := Forward(name, args); ok {
 		return status
 	}
@@ -90,6 +82,20 @@ func Forward(name string, args []string) (status int, ok bool) {
 		return 0, false // the in-process CLI reports it
 	}
 	d := Dialer{Socket: p.Socket(name), Name: name, Build: buildid.ID()}
+	if _, err := os.Lstat(d.Socket); err == nil {
+		// A daemon may listen: the client would then wait on it and on
+		// its one command and compute next to nothing, so it runs its
+		// goroutines on one processor: with more, the Go scheduler wakes
+		// idle threads to look for work each time a goroutine becomes
+		// runnable, and on a 2-core machine that CPU is taken from rukhd
+		// and the command (docs/benchmarks.md, "Fifth pass"). Done before
+		// the dial, while no daemon works for this client yet; and not
+		// without a socket: the change stops the world (0.1 ms), which a
+		// command line that finds no daemon would pay for nothing before
+		// it execs the core, a new process with the default
+		// ("Twelfth pass").
+		runtime.GOMAXPROCS(1)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, _ := os.Getwd()
@@ -99,18 +105,14 @@ func Forward(name string, args []string) (status int, ok bool) {
 	// handshake with the Go runtime's signal thread (0.05–0.1 ms each,
 	// three of them) between the exit status and the exit.
 	sigs := make(chan os.Signal, 2)
-	// The Exec goes behind the hello (request), and what the client needs
-	// only once the daemon has answered is set up while it answers: the
-	// signals, and the Go runtime's one check, before its first process
-	// start, of what the kernel offers (pidfd_open and a clone of a
-	// child: 0.1–0.3 ms), which would otherwise delay the command's
-	// start.
+	// The Exec goes behind the hello (request), and the signals, which
+	// the client needs only once the daemon has answered, are caught
+	// while it answers.
 	req := &request{
 		msg:   &wire.Msg{Exec: &wire.Exec{Args: args, Dir: dir, Env: envpolicy.ForDaemon(paths.HomeEnv(name), os.Environ())}},
 		files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		waiting: sync.OnceFunc(func() {
 			signal.Notify(sigs, StopSignals()...)
-			go checkProcessStart()
 		}),
 	}
 	s, err := d.connect(ctx, req)
@@ -167,16 +169,6 @@ func Forward(name string, args []string) (status int, ok bool) {
 		dieOf(syscall.SIGPIPE)
 	}
 	return m.Exit.Status, true
-}
-
-// checkProcessStart has the Go runtime make its one check of what the
-// kernel offers for starting processes (os: pidfd_open, and a clone of a
-// child that exits at once), which the first process start would make
-// otherwise: FindProcess makes it too.
-func checkProcessStart() {
-	if p, err := os.FindProcess(os.Getpid()); err == nil {
-		p.Release()
-	}
 }
 
 // dieOf ends the process as killed by sig. The Go runtime keeps a

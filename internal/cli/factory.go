@@ -65,6 +65,11 @@ type Factory struct {
 	// here installs it first if the active revision does not run it yet
 	// (rukhd's host did when the daemon started).
 	Builtins *admin.Builtins
+	// Ready, when set, returns once this process may run the command
+	// line's command: Execute waits for it after resolving the line and
+	// before running anything of it. The one-shot core catches its
+	// signals meanwhile.
+	Ready func()
 
 	host         *local.Host
 	releaseStore func() // lets go of the store HoldStore held, if it did

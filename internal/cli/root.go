@@ -33,6 +33,9 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	if err == nil {
 		failed, err = unknownCommand(root, args)
 	}
+	if err == nil && f.Ready != nil {
+		f.Ready()
+	}
 	if err == nil {
 		root.SetArgs(args)
 		failed, err = root.ExecuteContextC(ctx)

@@ -81,7 +81,8 @@ type Proc struct {
 	Pid        int
 	Foreground bool // it joined its host's process group (see Group)
 	job        Job
-	cmd        *exec.Cmd
+	cmd        *exec.Cmd // started by os/exec; else handle is set (startFiles)
+	handle     *os.File  // the pidfd clone gave a command startFiles started
 	exited     atomic.Bool
 	pidfd      *os.File // where this process is a subreaper (unblock)
 }
@@ -90,13 +91,25 @@ type Proc struct {
 // started it (PR_SET_PDEATHSIG; the Go runtime never ends a thread of a
 // live process), and a supervising helper then kills everything the
 // command started. Start sets ex.SysProcAttr.
+//
+// A command whose streams are all files (or none) starts without
+// os/exec (startFiles), and ex.Process stays nil.
 func Start(ex *exec.Cmd, job Job) (*Proc, error) {
 	fg := job.Isolation == Group && Foreground(ex.Stdin, ex.Stdout, ex.Stderr)
 	ex.SysProcAttr = &syscall.SysProcAttr{Setpgid: job.Isolation == Group && !fg, Setsid: job.Isolation == Session, Pdeathsig: syscall.SIGKILL}
-	if err := StartTracked(ex); err != nil {
-		return nil, err
+	p := &Proc{Foreground: fg, job: job}
+	if files, ok := streamFiles(ex); ok {
+		pid, handle, err := startFiles(ex, files)
+		if err != nil {
+			return nil, err
+		}
+		p.Pid, p.handle = pid, handle
+	} else {
+		if err := StartTracked(ex); err != nil {
+			return nil, err
+		}
+		p.Pid, p.cmd = ex.Process.Pid, ex
 	}
-	p := &Proc{Pid: ex.Process.Pid, Foreground: fg, job: job, cmd: ex}
 	if adopted.Load() || strays.Load() {
 		// Readable once it has exited, whether or not it is reported
 		// to this process (Wait).
@@ -123,6 +136,72 @@ func StartTracked(ex *exec.Cmd) error {
 // Untrack forgets a child StartTracked started, once it was waited for.
 func Untrack(pid int) { live.Delete(pid) }
 
+// streamFiles returns ex's standard streams and extra files as
+// startFiles takes them, when each stream is a file or nil (the null
+// device): os/exec would then copy nothing either, and start no
+// goroutine.
+func streamFiles(ex *exec.Cmd) ([]*os.File, bool) {
+	if ex.Cancel != nil || ex.Err != nil {
+		return nil, false
+	}
+	files := make([]*os.File, 0, 3+len(ex.ExtraFiles))
+	for _, s := range []any{ex.Stdin, ex.Stdout, ex.Stderr} {
+		switch f := s.(type) {
+		case *os.File:
+			files = append(files, f)
+		case nil:
+			files = append(files, nil)
+		default:
+			return nil, false
+		}
+	}
+	return append(files, ex.ExtraFiles...), true
+}
+
+// startFiles starts ex as os/exec would, with its streams and extra
+// files as files (streamFiles), and returns its pid and the pidfd the
+// clone gave (CLONE_PIDFD), through which Signal reaches it and never
+// another process. It does not go through os.StartProcess, which first
+// checks once per process that the kernel's pidfds work: a pidfd_open,
+// a waitid and the clone of a child that exits at once, 0.1–0.2 ms of a
+// host that starts one command, the thin client and the one-shot core
+// (docs/benchmarks.md, "Twelfth pass"). The environment is os/exec's
+// (Cmd.Environ: the last value of a name wins), and a nil stream is the
+// null device, as there.
+func startFiles(ex *exec.Cmd, files []*os.File) (pid int, handle *os.File, err error) {
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		switch {
+		case f == nil && i < 3:
+			null, err := os.Open(os.DevNull)
+			if err != nil {
+				return 0, nil, err
+			}
+			defer null.Close()
+			fds[i] = null.Fd()
+		case f == nil:
+			fds[i] = ^uintptr(0) // closed in the child, as os/exec leaves it
+		default:
+			fds[i] = f.Fd()
+		}
+	}
+	args := ex.Args
+	if len(args) == 0 {
+		args = []string{ex.Path}
+	}
+	pidfd := -1
+	sys := *ex.SysProcAttr
+	sys.PidFD = &pidfd
+	starting.RLock()
+	defer starting.RUnlock()
+	pid, err = syscall.ForkExec(ex.Path, args, &syscall.ProcAttr{Dir: ex.Dir, Env: ex.Environ(), Files: fds, Sys: &sys})
+	if err != nil {
+		return 0, nil, &os.PathError{Op: "fork/exec", Path: ex.Path, Err: err}
+	}
+	live.Store(pid, true)
+	return pid, os.NewFile(uintptr(pidfd), "pidfd"), nil
+}
+
 // Signal sends sig to the command as Route says. Once the command was
 // waited for, only its group is signalled (what is left of it): its pid
 // may be another process's by then.
@@ -135,7 +214,7 @@ func (p *Proc) Signal(sig syscall.Signal) {
 	}
 	proc, group := Route(sig, p.job, p.Foreground)
 	for _, s := range proc {
-		p.cmd.Process.Signal(s) // a pidfd: never another process
+		p.signal(s)
 	}
 	if group {
 		syscall.Kill(-p.Pid, sig)
@@ -149,7 +228,7 @@ func (p *Proc) Signal(sig syscall.Signal) {
 // next subreaper's (KillOrphans in a host of one call).
 func (p *Proc) Kill() {
 	if !p.exited.Load() {
-		p.cmd.Process.Signal(syscall.SIGKILL) // a pidfd: never another process
+		p.signal(syscall.SIGKILL)
 	}
 	if !p.Foreground {
 		syscall.Kill(-p.Pid, syscall.SIGKILL)
@@ -169,15 +248,53 @@ func (p *Proc) Wait() int {
 		AwaitExit(p.pidfd)
 		go p.unblock(done)
 	}
-	err := p.cmd.Wait()
+	status := p.wait()
 	close(done)
 	if p.pidfd != nil {
 		p.pidfd.Close()
 	}
 	Untrack(p.Pid)
 	p.exited.Store(true)
+	if p.handle != nil {
+		p.handle.Close() // a Signal that holds it closes it once done
+	}
 	p.Signal(syscall.SIGKILL)
-	return ExitStatus(err)
+	return status
+}
+
+// signal sends sig to the process Start started, through its pidfd:
+// never to another process, whatever reuses its pid once it is reaped.
+func (p *Proc) signal(sig syscall.Signal) {
+	if p.cmd != nil {
+		p.cmd.Process.Signal(sig)
+		return
+	}
+	if rc, err := p.handle.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.PidfdSendSignal(int(fd), sig, nil, 0) })
+	}
+}
+
+// wait reaps the process Start started and returns its exit status as a
+// shell reports it.
+func (p *Proc) wait() int {
+	if p.cmd != nil {
+		return ExitStatus(p.cmd.Wait())
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(p.Pid, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1
+		}
+		break
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
 }
 
 // AwaitExit returns once the command has exited, without reaping it,

@@ -2,8 +2,11 @@ package spawn
 
 import (
 	"bufio"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,4 +129,111 @@ func TestProcAwaitExit(t *testing.T) {
 	if err := (&Proc{Pid: p.Pid}).AwaitExit(); err == nil {
 		t.Fatal("AwaitExit without a pidfd returned nil; want an error at once")
 	}
+}
+
+// TestStartFiles: a command whose streams are files starts without
+// os/exec (no ex.Process) and sees what os/exec would give it: the last
+// value of a duplicated variable, its directory, the null device for a
+// nil stream, an extra file at 3+i and nothing at a nil one's place; its
+// exit status is a shell's, and its pidfd, not its pid, is what Kill
+// signals. A stream that is not a file goes through os/exec.
+func TestStartFiles(t *testing.T) {
+	dir := t.TempDir()
+	run := func(t *testing.T, ex *exec.Cmd, job Job) (*Proc, string) {
+		t.Helper()
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if ex.Stdout == nil {
+			ex.Stdout = w
+		}
+		ex.ExtraFiles = append(ex.ExtraFiles, w)
+		p, err := Start(ex, job)
+		w.Close()
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		t.Cleanup(func() { p.Kill(); p.Wait() })
+		out, _ := io.ReadAll(r)
+		return p, string(out)
+	}
+	t.Run("files", func(t *testing.T) {
+		ex := exec.Command("/bin/sh", "-c", `echo "$A $(pwd)"; cat; echo "stdin done"; echo four >&4; echo "status of fd 3: $( (: <&3) 2>/dev/null && echo open || echo closed)"`)
+		ex.Env, ex.Dir = []string{"A=first", "A=last"}, dir
+		ex.ExtraFiles = []*os.File{nil} // fd 3; the pipe is fd 4
+		ex.Stderr = os.Stderr
+		p, out := run(t, ex, Job{Isolation: Session})
+		if ex.Process != nil {
+			t.Errorf("ex.Process = %v: os/exec started a command whose streams are all files", ex.Process)
+		}
+		want := "last " + dir + "\nstdin done\nfour\nstatus of fd 3: closed\n"
+		if out != want {
+			t.Errorf("the command wrote %q, want %q", out, want)
+		}
+		if got := p.Wait(); got != 0 {
+			t.Errorf("Wait = %d, want 0", got)
+		}
+		p.Signal(syscall.SIGKILL) // once waited for: nothing, and no panic
+		p.Kill()
+	})
+	t.Run("exit status", func(t *testing.T) {
+		for _, c := range []struct {
+			script string
+			want   int
+		}{{"exit 3", 3}, {"kill -TERM $$", 128 + int(syscall.SIGTERM)}} {
+			p, _ := run(t, exec.Command("/bin/sh", "-c", c.script), Job{Isolation: Session})
+			if got := p.Wait(); got != c.want {
+				t.Errorf("%q: Wait = %d, want %d", c.script, got, c.want)
+			}
+		}
+	})
+	t.Run("signals through the pidfd", func(t *testing.T) {
+		// A supervised command's SIGKILL is SIGCONT and Kill (SIGUSR1)
+		// to the process itself, not to its group: here a sleep, which
+		// SIGUSR1 ends.
+		ex := exec.Command("/bin/sh", "-c", "echo started >&4; exec sleep 30")
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		ex.Stdout, ex.ExtraFiles = w, []*os.File{nil, w}
+		p, err := Start(ex, Job{Isolation: Session, Supervised: true})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Kill(-p.Pid, syscall.SIGKILL); p.Wait() })
+		if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "started\n" {
+			t.Fatalf("the command's first line: %q, %v", line, err)
+		}
+		p.Signal(syscall.SIGKILL)
+		if got := p.Wait(); got != 128+int(Kill) {
+			t.Errorf("Wait after Signal(SIGKILL) of a supervised command = %d, want %d (its Kill, SIGUSR1, through the pidfd)", got, 128+int(Kill))
+		}
+	})
+	t.Run("a stream that is not a file", func(t *testing.T) {
+		var buf strings.Builder
+		ex := exec.Command("/bin/sh", "-c", "echo via os/exec")
+		ex.Stdout = &buf
+		p, err := Start(ex, Job{Isolation: Session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.Process == nil {
+			t.Error("ex.Process is nil: a command with a writer for stdout did not go through os/exec")
+		}
+		if got := p.Wait(); got != 0 || buf.String() != "via os/exec\n" {
+			t.Errorf("Wait = %d, output %q", got, buf.String())
+		}
+	})
+	t.Run("no such program", func(t *testing.T) {
+		_, err := Start(exec.Command(filepath.Join(dir, "missing")), Job{Isolation: Session})
+		var pe *os.PathError
+		if !errors.As(err, &pe) || pe.Op != "fork/exec" || !errors.Is(err, syscall.ENOENT) {
+			t.Fatalf("Start of a missing program: %v, want fork/exec …: ENOENT, as os/exec says", err)
+		}
+	})
 }
