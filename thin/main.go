@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -82,7 +83,9 @@ func Forward(name string, args []string) (status int, ok bool) {
 		return 0, false // the in-process CLI reports it
 	}
 	d := Dialer{Socket: p.Socket(name), Name: name, Build: buildid.ID()}
-	if _, err := os.Lstat(d.Socket); err == nil {
+	if _, err := os.Lstat(d.Socket); errors.Is(err, fs.ErrNotExist) && !autoStart(name) {
+		return 0, false // no daemon listens, and none is to be started
+	} else if err == nil {
 		// A daemon may listen: the client would then wait on it and on
 		// its one command and compute next to nothing, so it runs its
 		// goroutines on one processor: with more, the Go scheduler wakes
