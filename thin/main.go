@@ -85,20 +85,19 @@ func Forward(name string, args []string) (status int, ok bool) {
 	d := Dialer{Socket: p.Socket(name), Name: name, Build: buildid.ID()}
 	if _, err := os.Lstat(d.Socket); errors.Is(err, fs.ErrNotExist) && !autoStart(name) {
 		return 0, false // no daemon listens, and none is to be started
-	} else if err == nil {
-		// A daemon may listen: the client would then wait on it and on
-		// its one command and compute next to nothing, so it runs its
-		// goroutines on one processor: with more, the Go scheduler wakes
-		// idle threads to look for work each time a goroutine becomes
-		// runnable, and on a 2-core machine that CPU is taken from rukhd
-		// and the command (docs/benchmarks.md, "Fifth pass"). Done before
-		// the dial, while no daemon works for this client yet; and not
-		// without a socket: the change stops the world (0.1 ms), which a
-		// command line that finds no daemon would pay for nothing before
-		// it execs the core, a new process with the default
-		// ("Twelfth pass").
-		runtime.GOMAXPROCS(1)
 	}
+	// A daemon may answer: the client would then wait on it and on its
+	// one command and compute next to nothing, so it runs its goroutines
+	// on one processor: with more, the Go scheduler wakes idle threads to
+	// look for work each time a goroutine becomes runnable, and on a
+	// 2-core machine that CPU is taken from rukhd and the command
+	// (docs/benchmarks.md, "Fifth pass"). Done before the dial, while no
+	// daemon works for this client yet; and not without a socket: the
+	// change stops the world (0.1 ms), which a command line that finds no
+	// daemon would pay for nothing before it execs the core
+	// ("Twelfth pass"). A line that runs in this process after all gets
+	// the processors back.
+	procs := runtime.GOMAXPROCS(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, _ := os.Getwd()
@@ -131,9 +130,11 @@ func Forward(name string, args []string) (status int, ok bool) {
 	switch {
 	case err == nil && s == nil:
 		signal.Stop(sigs) // the line runs in this process, which catches them itself
+		runtime.GOMAXPROCS(procs)
 		return 0, false
 	case errors.As(err, &we) && we.Code == wire.CodeBuildMismatch && acrossBuilds[args[0]]:
 		signal.Stop(sigs)
+		runtime.GOMAXPROCS(procs)
 		return 0, false
 	case err != nil: // another build's daemon says how to restart it
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)

@@ -66,9 +66,10 @@ type Factory struct {
 	// (rukhd's host did when the daemon started).
 	Builtins *admin.Builtins
 	// Ready, when set, returns once this process may run the command
-	// line's command: Execute waits for it after resolving the line and
-	// before running anything of it. The one-shot core catches its
-	// signals meanwhile.
+	// line's command or write the store: Execute waits for it after
+	// resolving the line and before running anything of it, and a host
+	// waits for it before it installs the built-ins. The one-shot core
+	// catches its signals meanwhile.
 	Ready func()
 
 	host         *local.Host
@@ -115,6 +116,9 @@ func (f *Factory) newLocal(p paths.Paths, ensure bool) *local.Host {
 	h := local.New(p.Data)
 	h.Hide(p.Data, p.Config, p.Runtime)
 	if f.Builtins != nil && ensure {
+		if f.Ready != nil {
+			f.Ready() // an install writes: not before the signals are caught
+		}
 		var locked *store.LockedError
 		if err := h.Admin().EnsureBuiltins(context.Background(), f.Builtins); err != nil && !errors.As(err, &locked) {
 			fmt.Fprintf(f.IO.ErrOut, "%s: the built-in commands are not active: %v\n", f.Name, err)

@@ -81,8 +81,10 @@ type Proc struct {
 	Pid        int
 	Foreground bool // it joined its host's process group (see Group)
 	job        Job
-	cmd        *exec.Cmd // started by os/exec; else handle is set (startFiles)
-	handle     *os.File  // the pidfd clone gave a command startFiles started
+	cmd        *exec.Cmd // started by os/exec; else by startFiles:
+	handle     *os.File  // the pidfd its clone gave, if the kernel gave one
+	reap       sync.Mutex
+	reaped     bool // startFiles's process was reaped: its pid may be another's
 	exited     atomic.Bool
 	pidfd      *os.File // where this process is a subreaper (unblock)
 }
@@ -173,7 +175,11 @@ func startFiles(ex *exec.Cmd, files []*os.File) (pid int, handle *os.File, err e
 	for i, f := range files {
 		switch {
 		case f == nil && i < 3:
-			null, err := os.Open(os.DevNull)
+			mode := os.O_RDONLY // stdin; stdout and stderr are written
+			if i > 0 {
+				mode = os.O_WRONLY
+			}
+			null, err := os.OpenFile(os.DevNull, mode, 0)
 			if err != nil {
 				return 0, nil, err
 			}
@@ -199,6 +205,9 @@ func startFiles(ex *exec.Cmd, files []*os.File) (pid int, handle *os.File, err e
 		return 0, nil, &os.PathError{Op: "fork/exec", Path: ex.Path, Err: err}
 	}
 	live.Store(pid, true)
+	if pidfd < 0 {
+		return pid, nil, nil // a kernel without CLONE_PIDFD: signal falls back to the pid
+	}
 	return pid, os.NewFile(uintptr(pidfd), "pidfd"), nil
 }
 
@@ -262,24 +271,62 @@ func (p *Proc) Wait() int {
 	return status
 }
 
-// signal sends sig to the process Start started, through its pidfd:
-// never to another process, whatever reuses its pid once it is reaped.
+// signal sends sig to the process Start started, never to another one:
+// through its pidfd, or, where the kernel gave none or refuses
+// pidfd_send_signal (an old kernel, a seccomp profile that predates it),
+// to its pid while it is not reaped (wait), when the pid is still its
+// own, as os/exec does.
 func (p *Proc) signal(sig syscall.Signal) {
 	if p.cmd != nil {
 		p.cmd.Process.Signal(sig)
 		return
 	}
-	if rc, err := p.handle.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { unix.PidfdSendSignal(int(fd), sig, nil, 0) })
+	p.reap.Lock()
+	defer p.reap.Unlock()
+	if p.reaped {
+		return
+	}
+	if p.handle == nil {
+		syscall.Kill(p.Pid, sig)
+		return
+	}
+	rc, err := p.handle.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) { err = unix.PidfdSendSignal(int(fd), sig, nil, 0) })
+	if err == unix.ENOSYS || err == unix.EPERM {
+		syscall.Kill(p.Pid, sig)
 	}
 }
 
 // wait reaps the process Start started and returns its exit status as a
-// shell reports it.
+// shell reports it; -1 once it was reaped already.
 func (p *Proc) wait() int {
 	if p.cmd != nil {
 		return ExitStatus(p.cmd.Wait())
 	}
+	p.reap.Lock()
+	reaped := p.reaped
+	p.reap.Unlock()
+	if reaped {
+		return -1
+	}
+	// Until it is reaped its pid is its own, so it is waited for first
+	// without reaping it, then reaped where signal cannot be sending to
+	// that pid.
+	var info unix.Siginfo
+	for {
+		if err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != unix.EINTR {
+			break
+		}
+	}
+	p.reap.Lock()
+	defer p.reap.Unlock()
+	if p.reaped {
+		return -1
+	}
+	p.reaped = true
 	var ws syscall.WaitStatus
 	for {
 		_, err := syscall.Wait4(p.Pid, &ws, 0, nil)

@@ -214,6 +214,56 @@ func TestStartFiles(t *testing.T) {
 			t.Errorf("Wait after Signal(SIGKILL) of a supervised command = %d, want %d (its Kill, SIGUSR1, through the pidfd)", got, 128+int(Kill))
 		}
 	})
+	t.Run("null streams", func(t *testing.T) {
+		// Nil stdout and stderr are the null device opened for writing,
+		// as os/exec opens them.
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		ex := exec.Command("/bin/sh", "-c", `echo out; a=$?; echo err >&2; echo "$a $?" >&3`)
+		ex.ExtraFiles = []*os.File{w}
+		p, err := Start(ex, Job{Isolation: Session})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(r)
+		if got := p.Wait(); got != 0 || string(out) != "0 0\n" {
+			t.Errorf("Wait = %d; the writes to a nil stdout and stderr exited %q, want \"0 0\"", got, out)
+		}
+		if got := p.Wait(); got != -1 {
+			t.Errorf("a second Wait = %d, want -1: the process was reaped already", got)
+		}
+	})
+	t.Run("signals without a pidfd", func(t *testing.T) {
+		// Where the kernel gives no pidfd (or refuses to signal through
+		// it), a signal goes to the pid, which is the command's own
+		// until Wait reaps it.
+		ex := exec.Command("/bin/sh", "-c", "echo started >&3; exec sleep 30")
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		ex.ExtraFiles = []*os.File{w}
+		p, err := Start(ex, Job{Isolation: Session, Supervised: true})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Kill(-p.Pid, syscall.SIGKILL); p.Wait() })
+		if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "started\n" {
+			t.Fatalf("the command's first line: %q, %v", line, err)
+		}
+		p.handle.Close()
+		p.handle = nil
+		p.Signal(syscall.SIGKILL)
+		if got := p.Wait(); got != 128+int(Kill) {
+			t.Errorf("Wait after Signal(SIGKILL) without a pidfd = %d, want %d", got, 128+int(Kill))
+		}
+	})
 	t.Run("a stream that is not a file", func(t *testing.T) {
 		var buf strings.Builder
 		ex := exec.Command("/bin/sh", "-c", "echo via os/exec")
