@@ -156,7 +156,11 @@ func (sp *clientSpawner) refuse() {
 	sp.mu.Unlock()
 }
 
-func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, error) {
+// Spawn asks the client to start ex (wire.Spawn), runs meanwhile once the
+// request is sent (invoke.Spawner: the begin record commits while the
+// client starts the helper), then waits, within spawnAnswer, for the
+// client's Spawned and checks it (accept).
+func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job, meanwhile func()) (invoke.Process, error) {
 	ticket := newTicket()
 	sp.mu.Lock()
 	st := sp.state
@@ -173,12 +177,16 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, err
 		return nil, errors.New("a command line starts one command")
 	}
 	files := make([]*os.File, 0, 3+len(ex.ExtraFiles))
-	for _, s := range []any{ex.Stdin, ex.Stdout, ex.Stderr} {
+	for i, s := range []any{ex.Stdin, ex.Stdout, ex.Stderr} {
 		switch f := s.(type) {
 		case *os.File:
 			files = append(files, f)
 		case nil:
-			null, err := os.Open(os.DevNull)
+			mode := os.O_RDONLY // stdin; stdout and stderr are written
+			if i > 0 {
+				mode = os.O_WRONLY
+			}
+			null, err := os.OpenFile(os.DevNull, mode, 0)
 			if err != nil {
 				sp.refuse()
 				return nil, err
@@ -208,6 +216,9 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job) (invoke.Process, err
 	if err != nil {
 		sp.refuse()
 		return nil, fmt.Errorf("ask the client to start the command: %w", err)
+	}
+	if meanwhile != nil {
+		meanwhile()
 	}
 	timer := time.NewTimer(spawnAnswer)
 	defer timer.Stop()

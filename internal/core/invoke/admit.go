@@ -153,16 +153,12 @@ func (c *Core) Invoke(ctx context.Context, t *Target, req *Request) (out *Outcom
 	}
 	// The begin record (b) commits before the command can run: before
 	// its start, or, when the helper can hold the command at its gate,
-	// while the helper starts and before the gate opens. Started here, it
-	// commits while run prepares the command and while the client that
-	// forwarded the call (Spawner) starts the helper; a helper this
-	// process starts, run starts in a goroutine of its own while the
-	// record commits (startWhileCommitting). An outcome run decides
+	// while the helper starts and before the gate opens: the client that
+	// forwarded the call (Spawner) starts it while this goroutine
+	// commits, and a helper this process starts, run starts in a
+	// goroutine of its own (startWhileCommitting). An outcome run decides
 	// before any of that (a missing program, say) is still recorded after
 	// its begin.
-	if req.Spawner != nil {
-		go b.wait()
-	}
 	out = c.run(ctx, t, req, inv.ID, ad, b)
 	if refused, err := b.wait(); refused != nil {
 		return refused, err

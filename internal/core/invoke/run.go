@@ -258,9 +258,9 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	}
 	// The begin record is durable before the command runs. A helper that
 	// holds the command at its gate is started while the record commits
-	// (by the client that forwarded the call, or here in a goroutine of
-	// its own: startWhileCommitting), and the gate opens once it is
-	// durable; else the record comes first.
+	// (by the client that forwarded the call, once asked: Spawner, or
+	// here in a goroutine of its own: startWhileCommitting), and the gate
+	// opens once it is durable; else the record comes first.
 	if !enf.gated() {
 		if refused, _ := b.wait(); refused != nil {
 			closeAll(closeAfterStart)
@@ -274,7 +274,7 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	var err error
 	switch {
 	case req.Spawner != nil:
-		proc, err = req.Spawner.Spawn(ex, job)
+		proc, err = req.Spawner.Spawn(ex, job, func() { b.wait() })
 	case enf.gated():
 		proc, err = startWhileCommitting(ex, job, b)
 	default:

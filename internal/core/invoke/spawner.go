@@ -32,9 +32,14 @@ type Process interface {
 // it, so that it is a child of the caller's own job and terminal. ex is
 // complete (program, arguments, environment, directory, streams, the
 // channel and the enforcement helper's descriptors); the Spawner must not
-// change what runs.
+// change what runs. Once it has asked for the start, and before it waits
+// for the answer, it calls meanwhile (the begin record's commit), on the
+// caller's goroutine: the commit overlaps the start without a goroutine
+// of its own, whose thread the kernel would wake on the same core and let
+// preempt the one that asks (docs/benchmarks.md, "Twelfth pass").
+// meanwhile is not called when the request could not be sent.
 type Spawner interface {
-	Spawn(ex *exec.Cmd, job spawn.Job) (Process, error)
+	Spawn(ex *exec.Cmd, job spawn.Job, meanwhile func()) (Process, error)
 }
 
 // localProc is a command this process started.
