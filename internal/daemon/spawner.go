@@ -182,11 +182,7 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job, meanwhile func()) (i
 		case *os.File:
 			files = append(files, f)
 		case nil:
-			mode := os.O_RDONLY // stdin; stdout and stderr are written
-			if i > 0 {
-				mode = os.O_WRONLY
-			}
-			null, err := os.OpenFile(os.DevNull, mode, 0)
+			null, err := spawn.OpenNull(i)
 			if err != nil {
 				sp.refuse()
 				return nil, err

@@ -138,6 +138,16 @@ func StartTracked(ex *exec.Cmd) error {
 // Untrack forgets a child StartTracked started, once it was waited for.
 func Untrack(pid int) { live.Delete(pid) }
 
+// OpenNull opens the null device as a command's standard stream fd (0,
+// 1 or 2), as os/exec opens it for a nil stream: for reading as stdin,
+// for writing as stdout or stderr.
+func OpenNull(fd int) (*os.File, error) {
+	if fd == 0 {
+		return os.Open(os.DevNull)
+	}
+	return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+}
+
 // streamFiles returns ex's standard streams and extra files as
 // startFiles takes them, when each stream is a file or nil (the null
 // device): os/exec would then copy nothing either, and start no
@@ -175,11 +185,7 @@ func startFiles(ex *exec.Cmd, files []*os.File) (pid int, handle *os.File, err e
 	for i, f := range files {
 		switch {
 		case f == nil && i < 3:
-			mode := os.O_RDONLY // stdin; stdout and stderr are written
-			if i > 0 {
-				mode = os.O_WRONLY
-			}
-			null, err := os.OpenFile(os.DevNull, mode, 0)
+			null, err := OpenNull(i)
 			if err != nil {
 				return 0, nil, err
 			}

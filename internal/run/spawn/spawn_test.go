@@ -3,6 +3,7 @@ package spawn
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -189,31 +190,6 @@ func TestStartFiles(t *testing.T) {
 			}
 		}
 	})
-	t.Run("signals through the pidfd", func(t *testing.T) {
-		// A supervised command's SIGKILL is SIGCONT and Kill (SIGUSR1)
-		// to the process itself, not to its group: here a sleep, which
-		// SIGUSR1 ends.
-		ex := exec.Command("/bin/sh", "-c", "echo started >&4; exec sleep 30")
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		ex.Stdout, ex.ExtraFiles = w, []*os.File{nil, w}
-		p, err := Start(ex, Job{Isolation: Session, Supervised: true})
-		w.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { syscall.Kill(-p.Pid, syscall.SIGKILL); p.Wait() })
-		if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "started\n" {
-			t.Fatalf("the command's first line: %q, %v", line, err)
-		}
-		p.Signal(syscall.SIGKILL)
-		if got := p.Wait(); got != 128+int(Kill) {
-			t.Errorf("Wait after Signal(SIGKILL) of a supervised command = %d, want %d (its Kill, SIGUSR1, through the pidfd)", got, 128+int(Kill))
-		}
-	})
 	t.Run("null streams", func(t *testing.T) {
 		// Nil stdout and stderr are the null device opened for writing,
 		// as os/exec opens them.
@@ -237,33 +213,39 @@ func TestStartFiles(t *testing.T) {
 			t.Errorf("a second Wait = %d, want -1: the process was reaped already", got)
 		}
 	})
-	t.Run("signals without a pidfd", func(t *testing.T) {
-		// Where the kernel gives no pidfd (or refuses to signal through
-		// it), a signal goes to the pid, which is the command's own
-		// until Wait reaps it.
-		ex := exec.Command("/bin/sh", "-c", "echo started >&3; exec sleep 30")
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		ex.ExtraFiles = []*os.File{w}
-		p, err := Start(ex, Job{Isolation: Session, Supervised: true})
-		w.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { syscall.Kill(-p.Pid, syscall.SIGKILL); p.Wait() })
-		if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "started\n" {
-			t.Fatalf("the command's first line: %q, %v", line, err)
-		}
-		p.handle.Close()
-		p.handle = nil
-		p.Signal(syscall.SIGKILL)
-		if got := p.Wait(); got != 128+int(Kill) {
-			t.Errorf("Wait after Signal(SIGKILL) without a pidfd = %d, want %d", got, 128+int(Kill))
-		}
-	})
+	// A supervised command's SIGKILL is SIGCONT and Kill (SIGUSR1) to the
+	// process itself, not to its group: here a sleep, which SIGUSR1 ends.
+	// It goes through the pidfd, or, where the kernel gives none (or
+	// refuses to signal through it), to the pid, which is the command's
+	// own until Wait reaps it.
+	for _, pidfd := range []bool{true, false} {
+		t.Run(fmt.Sprintf("signals, pidfd %v", pidfd), func(t *testing.T) {
+			ex := exec.Command("/bin/sh", "-c", "echo started >&3; exec sleep 30")
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			ex.ExtraFiles = []*os.File{w}
+			p, err := Start(ex, Job{Isolation: Session, Supervised: true})
+			w.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Kill(-p.Pid, syscall.SIGKILL); p.Wait() })
+			if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "started\n" {
+				t.Fatalf("the command's first line: %q, %v", line, err)
+			}
+			if !pidfd {
+				p.handle.Close()
+				p.handle = nil
+			}
+			p.Signal(syscall.SIGKILL)
+			if got := p.Wait(); got != 128+int(Kill) {
+				t.Errorf("Wait after Signal(SIGKILL) of a supervised command = %d, want %d (its Kill, SIGUSR1)", got, 128+int(Kill))
+			}
+		})
+	}
 	t.Run("a stream that is not a file", func(t *testing.T) {
 		var buf strings.Builder
 		ex := exec.Command("/bin/sh", "-c", "echo via os/exec")
