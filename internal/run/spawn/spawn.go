@@ -81,8 +81,8 @@ type Proc struct {
 	Pid        int
 	Foreground bool // it joined its host's process group (see Group)
 	job        Job
-	cmd        *exec.Cmd // started by os/exec; else by startFiles:
-	handle     *os.File  // the pidfd its clone gave, if the kernel gave one
+	cmd        *exec.Cmd // started by os/exec; nil when startFiles started it
+	handle     *os.File  // startFiles's: the pidfd its clone gave, nil if none
 	reap       sync.Mutex
 	reaped     bool // startFiles's process was reaped: its pid may be another's
 	exited     atomic.Bool
