@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -110,7 +109,6 @@ func Main(o Options, args []string) int {
 		<-ctx.Done()
 		stop()
 	}()
-	leaveACore()
 	if err := run(ctx, o, *idle, logger); err != nil {
 		fmt.Fprintf(os.Stderr, "%sd: %v\n", name, err)
 		var ee *exitError
@@ -120,24 +118,6 @@ func Main(o Options, args []string) int {
 		return exitcode.TempFail
 	}
 	return exitcode.OK
-}
-
-// leaveACore runs the daemon's goroutines on one processor fewer than
-// the machine gives it, unless GOMAXPROCS says otherwise: every call it
-// serves is half a client's (the thin client starts the command and
-// waits, the daemon records it), so a core the daemon's scheduler does
-// not claim is the client's and its command's. On two cores that is one
-// processor: the goroutines of a call then hand each other the work on
-// one thread instead of waking an idle one on the other core, which a
-// call through rukhd paid on every exchange (docs/benchmarks.md,
-// "Thirteenth pass").
-func leaveACore() {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return
-	}
-	if n := runtime.GOMAXPROCS(0); n > 1 {
-		runtime.GOMAXPROCS(n - 1)
-	}
 }
 
 // flags are the daemon's flags: --idle-timeout and --version (and, as
