@@ -107,21 +107,14 @@ func Forward(name string, args []string) (status int, ok bool) {
 	// handshake with the Go runtime's signal thread (0.05–0.1 ms each,
 	// three of them) between the exit status and the exit.
 	sigs := make(chan os.Signal, 2)
-	// The daemon may have this process start the command (wire.Spawn):
-	// then it hosts that one command, and what the command leaves behind
-	// is its to kill (spawn.AdoptOrphans).
-	ch := &child{}
-	defer ch.discard() // a helper started ahead that was not asked for
-	// The Exec goes behind the hello (request), and what the client
-	// needs only once the daemon has answered is done while it answers:
-	// the signals are caught, and the helper the command will very
-	// likely run under is started (startAhead).
+	// The Exec goes behind the hello (request), and the signals, which
+	// the client needs only once the daemon has answered, are caught
+	// while it answers.
 	req := &request{
 		msg:   &wire.Msg{Exec: &wire.Exec{Args: args, Dir: dir, Env: envpolicy.ForDaemon(paths.HomeEnv(name), os.Environ())}},
 		files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		waiting: sync.OnceFunc(func() {
 			signal.Notify(sigs, StopSignals()...)
-			ch.startAhead(name, args)
 		}),
 	}
 	s, err := d.connect(ctx, req)
@@ -158,7 +151,11 @@ func Forward(name string, args []string) (status int, ok bool) {
 			s.Close() // the second: stop waiting
 		}
 	}()
+	// The daemon may have this process start the command (wire.Spawn):
+	// then it hosts that one command, and what the command leaves behind
+	// is its to kill (spawn.AdoptOrphans).
 	spawn.AdoptOrphans()
+	ch := &child{}
 	m, err := s.await(ctx, nil, nil, ch)
 	ch.stop() // a command still running here lost its daemon
 	switch {
@@ -229,19 +226,12 @@ func startDaemon(name string) error {
 // core, NAMEd (ExecWholeCore). It returns only when that fails, with the
 // exit status after saying why.
 func ExecCore(name string, args []string) int {
-	if extensionLine(args) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__") && !slices.Contains(format.ReservedWords(), args[0]) {
 		if core, ok := beside(OneShotBinary(name)); ok {
 			return execAs(name, core, append([]string{OneShotFlag, buildid.ID()}, args...))
 		}
 	}
 	return ExecWholeCore(name, args)
-}
-
-// extensionLine reports whether a command line names an extension
-// command: its first word is no flag, no hidden command and none of the
-// built-in commands' words (format.ReservedWords).
-func extensionLine(args []string) bool {
-	return len(args) > 0 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__") && !slices.Contains(format.ReservedWords(), args[0])
 }
 
 // ExecWholeCore replaces this process with the whole core binary, NAMEd,

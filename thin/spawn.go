@@ -20,12 +20,11 @@ import (
 // child is the command this client started for the daemon (wire.Spawn):
 // at most one per command line.
 type child struct {
-	mu      sync.Mutex
-	waiting *spawn.Waiting // the helper started ahead (startAhead), until it is given the command or discarded
-	proc    *spawn.Proc
-	pidfd   *os.File
-	told    chan struct{} // closed once it has exited and that was reported
-	done    chan struct{} // closed once, after that, what it left is gone
+	mu    sync.Mutex
+	proc  *spawn.Proc
+	pidfd *os.File
+	told  chan struct{} // closed once it has exited and that was reported
+	done  chan struct{} // closed once, after that, what it left is gone
 }
 
 // start starts what the daemon asks, exactly as asked, with the same
@@ -54,7 +53,7 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 	if sp.Session {
 		job.Isolation = spawn.Session
 	}
-	p, err := ch.startProc(ex, job)
+	p, err := spawn.Start(ex, job)
 	if err != nil {
 		fail(err)
 		return
@@ -83,56 +82,6 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 		spawn.KillOrphansBut(p.Pid) // bounded (spawn.kill)
 		close(ch.done)
 	}()
-}
-
-// startAhead starts the supervising helper installed beside this
-// executable (NAME-sandbox), waiting for its command (spawn.Waiting),
-// when the command line names an extension command: the daemon then
-// almost always asks this client to start the command under it, and the
-// helper's fork and exec are done while the daemon resolves the line
-// instead of after it asks (docs/adr/0008-thin-client.md, "Update").
-// Any other line, or a helper that cannot be started, is left to be
-// started when asked, as before.
-func (ch *child) startAhead(name string, args []string) {
-	if !extensionLine(args) {
-		return
-	}
-	helper, ok := beside(name + "-sandbox")
-	if !ok {
-		return
-	}
-	w, err := spawn.StartWaiting(helper)
-	if err != nil {
-		return
-	}
-	ch.mu.Lock()
-	ch.waiting = w
-	ch.mu.Unlock()
-}
-
-// startProc starts the command the daemon asked for: through the helper
-// started ahead when the daemon asked for that helper and it takes the
-// command, else with spawn.Start, as before. The caller holds mu.
-func (ch *child) startProc(ex *exec.Cmd, job spawn.Job) (*spawn.Proc, error) {
-	if w := ch.waiting; w != nil {
-		ch.waiting = nil
-		if p, err := w.Start(ex, job); err == nil {
-			return p, nil
-		}
-		w.Discard() // it ran nothing
-	}
-	return spawn.Start(ex, job)
-}
-
-// discard ends the helper started ahead if no command was given to it.
-func (ch *child) discard() {
-	ch.mu.Lock()
-	w := ch.waiting
-	ch.waiting = nil
-	ch.mu.Unlock()
-	if w != nil {
-		w.Discard()
-	}
 }
 
 // exited waits until the child p has exited, without reaping it, and

@@ -8,12 +8,6 @@
  *
  *   rukh-sandbox PROFILE [OPTION]... -- PROGRAM ARGV0 [ARG]...
  *   rukh-sandbox PROFILE [OPTION]... --probe
- *   rukh-sandbox --wait FD
- *
- * --wait: started before its command is known (a thin client starts it
- * while the daemon resolves the command line), the helper takes its
- * command line, environment, directory, descriptors and job from the
- * socket FD (take_spec) and then runs as if started with them.
  *
  * PROFILE is host, restricted or strict. Options (sandbox.Spec.Args writes
  * them):
@@ -1290,168 +1284,6 @@ static __attribute__((noreturn)) void run(struct spec *s, char **envp)
 	die();
 }
 
-/* ---- a helper started before its command is known (--wait) ---- */
-
-/* The spec a host sends on the --wait socket, in one sendmsg: this
- * header, then the directory, the argv and the environment as strings
- * each ended by a NUL, with the descriptors the helper gets as 0, 1, 2,
- * 3... in an SCM_RIGHTS message (package spawn, Waiting.Start, writes
- * it; the limits are its too). */
-#define SPEC_MAGIC 0x72737031U /* "rsp1" */
-#define SPEC_SESSION 1          /* setsid() */
-#define SPEC_GROUP 2            /* setpgid(0, 0) */
-#define SPEC_MAX (256 * 1024)
-#define SPEC_MAX_STRINGS 4096
-#define SPEC_MAX_FDS 16
-struct spec_header {
-	__u32 magic, len, nfds, flags, argc, envc;
-};
-
-/* The kernel's struct msghdr, iovec and cmsghdr on 64-bit Linux. */
-struct iovec_ {
-	void *base;
-	size_t len;
-};
-struct msghdr_ {
-	void *name;
-	int namelen;
-	struct iovec_ *iov;
-	size_t iovlen;
-	void *control;
-	size_t controllen;
-	int flags;
-};
-struct cmsghdr_ {
-	size_t len;
-	int level, type;
-};
-#define SOL_SOCKET_ 1
-#define SCM_RIGHTS_ 1
-#define MSG_CMSG_CLOEXEC_ 0x40000000
-#define F_DUPFD_CLOEXEC_ 1030
-
-/* quit ends a helper that got no spec it can use: its host went away or
- * sent what it cannot run (then the host starts the command itself, and
- * says what was wrong if anything is). Nothing ran, nothing is said. */
-static __attribute__((noreturn)) void quit(void)
-{
-	for (;;)
-		sys1(__NR_exit_group, GATE_CLOSED);
-}
-
-/* take_spec reads the spec from the socket fd (arg), puts its
- * descriptors in place, enters its directory and its job, acknowledges
- * with one byte, and returns its argv and environment. */
-static void take_spec(const char *arg, char ***argvp, char ***envpp)
-{
-	static char buf[sizeof(struct spec_header) + SPEC_MAX];
-	static char *strs[SPEC_MAX_STRINGS + 3];
-	static union {
-		struct cmsghdr_ h;
-		char b[sizeof(struct cmsghdr_) + SPEC_MAX_FDS * sizeof(int)];
-	} cm;
-	__u64 v;
-	if (!arg || parse_u64(arg, &v) || v < 3 || v > 1024)
-		bad_usage("bad --wait", arg);
-	/* Out of the way of the descriptors it places (0, 1, 2, 3...). */
-	long ctl = sys3(__NR_fcntl, (int)v, F_DUPFD_CLOEXEC_, 64);
-	if (ctl < 0)
-		quit();
-	sys1(__NR_close, (int)v);
-	struct iovec_ iov = {buf, sizeof buf};
-	struct msghdr_ mh = {0};
-	mh.iov = &iov;
-	mh.iovlen = 1;
-	mh.control = &cm;
-	mh.controllen = sizeof cm;
-	long n;
-	while ((n = sys3(__NR_recvmsg, ctl, &mh, MSG_CMSG_CLOEXEC_)) == -EINTR_)
-		;
-	if (n <= 0) /* the host started the command itself, or went away */
-		quit();
-	int fds[SPEC_MAX_FDS], nfds = 0;
-	if (mh.controllen >= sizeof(struct cmsghdr_) && cm.h.level == SOL_SOCKET_ && cm.h.type == SCM_RIGHTS_ &&
-	    cm.h.len >= sizeof(struct cmsghdr_) && cm.h.len <= sizeof cm) {
-		nfds = (int)((cm.h.len - sizeof(struct cmsghdr_)) / sizeof(int));
-		memcpy(fds, cm.b + sizeof(struct cmsghdr_), nfds * sizeof(int));
-	}
-	size_t have = (size_t)n;
-	while (have < sizeof(struct spec_header)) {
-		n = sys3(__NR_read, ctl, buf + have, sizeof buf - have);
-		if (n == -EINTR_)
-			continue;
-		if (n <= 0)
-			quit();
-		have += (size_t)n;
-	}
-	struct spec_header h;
-	memcpy(&h, buf, sizeof h);
-	if (h.magic != SPEC_MAGIC || h.len > SPEC_MAX || (int)h.nfds != nfds || nfds < 3 || h.argc < 3 ||
-	    h.argc + h.envc > SPEC_MAX_STRINGS || (h.flags & ~(SPEC_SESSION | SPEC_GROUP)) || h.flags == (SPEC_SESSION | SPEC_GROUP))
-		quit();
-	size_t total = sizeof h + h.len;
-	while (have < total) {
-		n = sys3(__NR_read, ctl, buf + have, total - have);
-		if (n == -EINTR_)
-			continue;
-		if (n <= 0)
-			quit();
-		have += (size_t)n;
-	}
-	if (have != total)
-		quit();
-	/* The directory, then argc + envc strings, filling the payload. */
-	char *p = buf + sizeof h, *end = buf + total;
-	unsigned want = 1 + h.argc + h.envc, got = 0;
-	while (p < end && got < want) {
-		strs[got++] = p;
-		while (p < end && *p)
-			p++;
-		if (p == end)
-			quit();
-		p++;
-	}
-	if (got != want || p != end)
-		quit();
-	char *dir = strs[0];
-	char **argv = strs + 1;
-	char **envp = strs + 2 + h.argc;
-	/* The environment moves up one slot to end argv with a null. */
-	for (unsigned i = h.envc; i > 0; i--)
-		envp[i - 1] = strs[h.argc + i];
-	argv[h.argc] = 0;
-	envp[h.envc] = 0;
-	/* Each descriptor to its place: first out of the places taken. */
-	for (int i = 0; i < nfds; i++) {
-		if (fds[i] < nfds) {
-			long d = sys3(__NR_fcntl, fds[i], F_DUPFD_CLOEXEC_, nfds);
-			if (d < 0)
-				quit();
-			sys1(__NR_close, fds[i]);
-			fds[i] = (int)d;
-		}
-	}
-	for (int i = 0; i < nfds; i++) {
-		if (sys3(__NR_dup3, fds[i], i, 0) < 0)
-			quit();
-		sys1(__NR_close, fds[i]);
-	}
-	if (dir[0] && sys1(__NR_chdir, dir) < 0)
-		quit();
-	if ((h.flags & SPEC_SESSION) && sys1(__NR_setsid, 0) < 0)
-		quit();
-	if ((h.flags & SPEC_GROUP) && sys2(__NR_setpgid, 0, 0) < 0)
-		quit();
-	/* Only now: its host signals its group once told it started. */
-	while ((n = sys3(__NR_write, ctl, "k", 1)) == -EINTR_)
-		;
-	if (n != 1)
-		quit();
-	sys1(__NR_close, ctl);
-	*argvp = argv; /* the helper's path first, as exec gives it */
-	*envpp = envp;
-}
-
 __attribute__((noreturn, used)) void helper_main(long *sp)
 {
 	char **argv = (char **)(sp + 1);
@@ -1459,8 +1291,6 @@ __attribute__((noreturn, used)) void helper_main(long *sp)
 	static struct spec s;
 	long r;
 
-	if (argv[1] && streq(argv[1], "--wait"))
-		take_spec(argv[2], &argv, &envp);
 	parse(argv, &s);
 	if (s.probe)
 		can_supervise();
