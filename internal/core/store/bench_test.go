@@ -143,3 +143,32 @@ func BenchmarkInvocationRecords(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadJournal is what an open pays to read a journal that a
+// host left entries in (rukhd killed, say): the whole file, for the
+// entries past any gap. It used to grow its buffer from 512 bytes to a
+// megabyte (2 ms a read here); now it reads into one buffer.
+func BenchmarkReadJournal(b *testing.B) {
+	for _, n := range []int{2, 62} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			path := b.TempDir() + "/store.db"
+			s, err := store.Open(path, store.Options{Timeout: time.Second, Journal: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			for i := range n {
+				inv := &store.Invocation{ID: fmt.Sprintf("%032x", i+1), Identity: "acme.deploy/status", Revision: 1,
+					Transport: "cli", Task: "owner", PID: 1, StartedAt: time.Unix(1, 0)}
+				if err := s.JournalBegin(inv, 1<<20, func(*store.Invocation) bool { return true }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				if got, err := store.ReadJournal(s, path); err != nil || got != n {
+					b.Fatalf("read %d entries (%v), want %d", got, err, n)
+				}
+			}
+		})
+	}
+}
