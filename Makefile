@@ -11,7 +11,7 @@ FUZZTIME ?= 60s
 STAMP    ?= $(shell git ls-files -co --exclude-standard '*.go' go.mod go.sum 2>/dev/null | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 LDFLAGS  := -X github.com/rukh-cli/rukh/internal/buildid.stamp=$(STAMP)
 
-.PHONY: all build demo test vet fuzz bench bench-pairs soak clean
+.PHONY: all build demo test vet fuzz bench bench-pairs call-pairs soak clean
 .PHONY: deb
 
 all: build
@@ -91,6 +91,14 @@ ROUNDS ?= 6
 bench-pairs:
 	@test -n "$(BASE)" || { echo "usage: make bench-pairs BASE=<git revision> [ROUNDS=6]"; exit 2; }
 	scripts/bench-pairs $(BASE) $(ROUNDS)
+
+# Whole calls of this tree's build against BASE's, alternated call by
+# call, without a daemon and through rukhd (docs/benchmarks.md):
+# make call-pairs BASE=main~3
+PAIRS ?= 200
+call-pairs:
+	@test -n "$(BASE)" || { echo "usage: make call-pairs BASE=<git revision> [ROUNDS=6] [PAIRS=200]"; exit 2; }
+	scripts/call-pairs $(BASE) $(ROUNDS) $(PAIRS)
 
 # 10,000 MCP calls across 20 sessions with kill -9 of children and of
 # rukh mcp processes and profile changes under them (tests/soak_test.go);
