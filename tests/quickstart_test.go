@@ -212,7 +212,14 @@ func traceOf(lines []string, at int, cmd string) int {
 		lit = cmd[:i]
 	}
 	for i := at; i < len(lines); i++ {
-		if l := lines[i]; l == "+ "+cmd || lit != cmd && strings.HasPrefix(l, "+ "+lit) {
+		l := lines[i]
+		// A background command's shell may have written the "+ " of its
+		// trace just before this one, and the rest of it on the next
+		// line ("+ + rukh hello Ada --shout", then "rukh ext dev hello").
+		for strings.HasPrefix(l, "+ + ") {
+			l = l[2:]
+		}
+		if l == "+ "+cmd || lit != cmd && strings.HasPrefix(l, "+ "+lit) {
 			return i
 		}
 	}
@@ -225,4 +232,26 @@ type releaseJSON struct {
 	Active   bool   `json:"active"`
 	Pinned   bool   `json:"pinned"`
 	SignedBy string `json:"signedBy"`
+}
+
+// TestTraceOf: the trace of a command is found when a background
+// command's shell interleaved its own trace with it, as one did in CI
+// ("+ + rukh hello Ada --shout", then "rukh ext dev hello"), and not in
+// the command's output.
+func TestTraceOf(t *testing.T) {
+	const cmd = "rukh hello Ada --shout"
+	for _, c := range []struct {
+		lines []string
+		want  int
+	}{
+		{[]string{"+ rukh ext dev hello --once", "installed", "+ " + cmd, "HELLO, ADA!"}, 2},
+		{[]string{"+ rukh ext dev hello --once", "installed", "+ + " + cmd, "rukh ext dev hello", "HELLO, ADA!"}, 2},
+		{[]string{"+ + + " + cmd}, 0},
+		{[]string{cmd, "HELLO, ADA!"}, -1},
+		{[]string{"+ rukh hello Ada", "HELLO, ADA!"}, -1},
+	} {
+		if got := traceOf(c.lines, 0, cmd); got != c.want {
+			t.Errorf("traceOf(%q) = %d, want %d", c.lines, got, c.want)
+		}
+	}
 }
