@@ -82,6 +82,24 @@ func BenchmarkCLI(b *testing.B) {
 			}
 		})
 	}
+	// F-call+signals: F-call catching Ctrl-C, SIGTERM and the hang-up
+	// before the command starts, as every host of a CLI call must (the
+	// first stops the command with a grace): in Go, signal.Notify, which
+	// starts three runtime threads and hands each signal to one of them
+	// (docs/benchmarks.md, "Thirteenth pass"). Not a row of issue 28's
+	// table: what of its rows a correct host pays for its signals.
+	fsigArgs := append([]string{"-signals"}, fcallArgs...)
+	fsig := func(b *testing.B) {
+		if out, err := exec.Command(floor, fsigArgs...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
+			b.Fatalf("floor -signals: %v: %q", err, out)
+		}
+	}
+	b.Run("floor/go-host+records+helper+signals", func(b *testing.B) {
+		for b.Loop() {
+			fsig(b)
+		}
+	})
+	b.Run("F-call+signals÷F-call", func(b *testing.B) { testhome.PairRatio(b, fsig, fcall) })
 	// F-daemon: what a daemon-hosted call costs at least
 	// (tests/testdata/floord): the same as F-call, split as rukh and
 	// rukhd split it — a client process that starts the command, a
@@ -208,6 +226,7 @@ func BenchmarkCLI(b *testing.B) {
 	})
 	b.Run("rukh÷F-call", func(b *testing.B) { testhome.PairRatio(b, hello1, fcall) })
 	b.Run("rukh÷F-launch", func(b *testing.B) { testhome.PairRatio(b, hello1, flaunch) })
+	b.Run("rukh÷F-call+signals", func(b *testing.B) { testhome.PairRatio(b, hello1, fsig) })
 	b.Run("rukh-daemon/commands=2001÷1", func(b *testing.B) {
 		for _, env := range envs {
 			rukhCmd(b, env, rukh, "daemon", "start")
@@ -221,6 +240,12 @@ func BenchmarkCLI(b *testing.B) {
 		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
 		hello1(b) // warm
 		testhome.PairRatio(b, hello1, fcall)
+	})
+	b.Run("rukh-daemon÷F-call+signals", func(b *testing.B) {
+		rukhCmd(b, envs[1], rukh, "daemon", "start")
+		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
+		hello1(b) // warm
+		testhome.PairRatio(b, hello1, fsig)
 	})
 	b.Run("rukh-daemon÷F-daemon", func(b *testing.B) {
 		rukhCmd(b, envs[1], rukh, "daemon", "start")

@@ -5,16 +5,21 @@
 // the start and an end record after the exit, each durably in its own
 // bbolt transaction, as every call's records are; with -helper PATH it
 // starts the command through the supervising helper (`PATH host --
-// PROG PROG`), as a supervised call is. Nothing else: no daemon, no
-// resolve, no validation.
+// PROG PROG`), as a supervised call is; with -signals it catches
+// Ctrl-C, SIGTERM and the hang-up before the command starts, as every
+// host of a CLI call must (the first one stops the command with a
+// grace), in a goroutine of its own from the start (it acts on none).
+// Nothing else: no daemon, no resolve, no validation.
 //
-//	floor [-store FILE] [-helper PATH] PROG FRAME [ENV]...
+//	floor [-store FILE] [-helper PATH] [-signals] PROG FRAME [ENV]...
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -24,18 +29,28 @@ import (
 func main() {
 	storePath := flag.String("store", "", "commit a begin and an end record durably to this bbolt file")
 	helper := flag.String("helper", "", "start the command through this rukh-sandbox")
+	signals := flag.Bool("signals", false, "catch Ctrl-C, SIGTERM and SIGHUP before the command starts")
 	flag.Parse()
+	caught := func() {}
+	if *signals {
+		c, done := make(chan os.Signal, 1), make(chan struct{})
+		go func() {
+			signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			close(done)
+		}()
+		caught = func() { <-done }
+	}
 	if flag.NArg() < 2 {
-		fmt.Fprintln(os.Stderr, "usage: floor [-store FILE] [-helper PATH] PROG FRAME [ENV]...")
+		fmt.Fprintln(os.Stderr, "usage: floor [-store FILE] [-helper PATH] [-signals] PROG FRAME [ENV]...")
 		os.Exit(2)
 	}
-	if err := run(*storePath, *helper, flag.Arg(0), flag.Arg(1), flag.Args()[2:]); err != nil {
+	if err := run(*storePath, *helper, caught, flag.Arg(0), flag.Arg(1), flag.Args()[2:]); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(storePath, helper, prog, frame string, env []string) error {
+func run(storePath, helper string, caught func(), prog, frame string, env []string) error {
 	record := func(string) error { return nil }
 	if storePath != "" {
 		db, err := bolt.Open(storePath, 0o600, nil)
@@ -60,6 +75,7 @@ func run(storePath, helper, prog, frame string, env []string) error {
 	if err := record("running"); err != nil {
 		return err
 	}
+	caught()
 	line, err := channelexec.Run(argv, env, []byte(frame))
 	if err != nil {
 		return err
