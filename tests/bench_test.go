@@ -59,6 +59,22 @@ func BenchmarkCLI(b *testing.B) {
 	floorDB := filepath.Join(dir, "floor.db")
 	// The command every floor runs: PROG FRAME ENV..., as rukh would.
 	floorCall := append([]string{filepath.Join(hello, "bin", "hello"), string(directFrame), extproto.EnvFD + "=3", extproto.EnvToken + "=" + strings.Repeat("0", 64)}, directEnv...)
+	// completes is a floor's call: prog with args, whose output must be
+	// the command's completion; loop is the row of one call.
+	completes := func(prog string, args ...string) func(*testing.B) {
+		return func(b *testing.B) {
+			if out, err := exec.Command(prog, args...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
+				b.Fatalf("%s %q: %v: %q", filepath.Base(prog), args, err, out)
+			}
+		}
+	}
+	loop := func(call func(*testing.B)) func(*testing.B) {
+		return func(b *testing.B) {
+			for b.Loop() {
+				call(b)
+			}
+		}
+	}
 	var fcall func(*testing.B)
 	var fcallArgs []string
 	for _, c := range []struct {
@@ -70,17 +86,9 @@ func BenchmarkCLI(b *testing.B) {
 		{"floor/go-host+records+helper", []string{"-store", floorDB, "-helper", filepath.Join(dir, "rukh-sandbox")}},
 	} {
 		args := append(slices.Clip(c.flags), floorCall...)
-		run := func(b *testing.B) {
-			if out, err := exec.Command(floor, args...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
-				b.Fatalf("floor %v: %v: %q", c.flags, err, out)
-			}
-		}
+		run := completes(floor, args...)
 		fcall, fcallArgs = run, args // the last: F-call
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				run(b)
-			}
-		})
+		b.Run(c.name, loop(run))
 	}
 	// F-call+signals: F-call catching Ctrl-C, SIGTERM and the hang-up
 	// before the command starts, as every host of a CLI call must (the
@@ -88,17 +96,8 @@ func BenchmarkCLI(b *testing.B) {
 	// starts three runtime threads and hands each signal to one of them
 	// (docs/benchmarks.md, "Thirteenth pass"). Not a row of issue 28's
 	// table: what of its rows a correct host pays for its signals.
-	fsigArgs := append([]string{"-signals"}, fcallArgs...)
-	fsig := func(b *testing.B) {
-		if out, err := exec.Command(floor, fsigArgs...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
-			b.Fatalf("floor -signals: %v: %q", err, out)
-		}
-	}
-	b.Run("floor/go-host+records+helper+signals", func(b *testing.B) {
-		for b.Loop() {
-			fsig(b)
-		}
-	})
+	fsig := completes(floor, append([]string{"-signals"}, fcallArgs...)...)
+	b.Run("floor/go-host+records+helper+signals", loop(fsig))
 	b.Run("F-call+signals÷F-call", func(b *testing.B) { testhome.PairRatio(b, fsig, fcall) })
 	// F-daemon: what a daemon-hosted call costs at least
 	// (tests/testdata/floord): the same as F-call, split as rukh and
@@ -110,16 +109,8 @@ func BenchmarkCLI(b *testing.B) {
 	build(b, floord, "./testdata/floord")
 	fdaemonSocket := filepath.Join(dir, "floord.sock")
 	startFloord(b, floord, append([]string{"serve", fdaemonSocket, filepath.Join(dir, "floord.db"), filepath.Join(dir, "rukh-sandbox")}, floorCall...))
-	fdaemon := func(b *testing.B) {
-		if out, err := exec.Command(floord, "call", fdaemonSocket).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
-			b.Fatalf("floord call: %v: %q", err, out)
-		}
-	}
-	b.Run("floor/daemon-host+records+helper", func(b *testing.B) {
-		for b.Loop() {
-			fdaemon(b)
-		}
-	})
+	fdaemon := completes(floord, "call", fdaemonSocket)
+	b.Run("floor/daemon-host+records+helper", loop(fdaemon))
 	b.Run("F-daemon÷F-call", func(b *testing.B) { testhome.PairRatio(b, fdaemon, fcall) })
 	// F-launch: what a call without a daemon costs at least in a CLI
 	// split as rukh is (tests/testdata/launch): a Go program, as the thin
@@ -130,17 +121,8 @@ func BenchmarkCLI(b *testing.B) {
 	// that a call through rukhd needs (docs/adr/0008-thin-client.md).
 	launch := filepath.Join(dir, "launch")
 	build(b, launch, "./testdata/launch")
-	launchArgs := append([]string{filepath.Join(dir, "no-daemon.sock"), floor}, fcallArgs...)
-	flaunch := func(b *testing.B) {
-		if out, err := exec.Command(launch, launchArgs...).Output(); err != nil || !strings.Contains(string(out), `"complete"`) {
-			b.Fatalf("launch: %v: %q", err, out)
-		}
-	}
-	b.Run("floor/launch+go-host+records+helper", func(b *testing.B) {
-		for b.Loop() {
-			flaunch(b)
-		}
-	})
+	flaunch := completes(launch, append([]string{filepath.Join(dir, "no-daemon.sock"), floor}, fcallArgs...)...)
+	b.Run("floor/launch+go-host+records+helper", loop(flaunch))
 	b.Run("F-launch÷F-call", func(b *testing.B) { testhome.PairRatio(b, flaunch, fcall) })
 	// The floors of `rukh version`: any Go program's start, and a Go
 	// program that prints a version (fmt and os).
