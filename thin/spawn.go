@@ -124,10 +124,7 @@ func exited(p *spawn.Proc) int {
 	if err != nil {
 		return -1
 	}
-	if w := syscall.WaitStatus(ws); w.Signaled() {
-		return 128 + int(w.Signal())
-	}
-	return syscall.WaitStatus(ws).ExitStatus()
+	return spawn.ShellStatus(syscall.WaitStatus(ws))
 }
 
 // stop kills the command when the daemon went away while it ran (its

@@ -123,22 +123,14 @@ func exitStatus(pidfd *os.File) (status int, ok bool) {
 	if pid, err := pidfdPid(pidfd); err == nil && pid > 0 {
 		st, err := readStat(pid)
 		if again, err2 := pidfdPid(pidfd); err == nil && err2 == nil && again == pid && st.state == 'Z' && st.hasStatus {
-			return shellStatus(syscall.WaitStatus(st.exitCode)), true
+			return spawn.ShellStatus(syscall.WaitStatus(st.exitCode)), true
 		}
 	}
 	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_EXIT}
 	if err := unix.IoctlPidfdInfo(int(pidfd.Fd()), &info); err == nil && info.Mask&unix.PIDFD_INFO_EXIT != 0 {
-		return shellStatus(syscall.WaitStatus(info.Exit_code)), true
+		return spawn.ShellStatus(syscall.WaitStatus(info.Exit_code)), true
 	}
 	return 0, false
-}
-
-// shellStatus is ws as a shell reports it.
-func shellStatus(ws syscall.WaitStatus) int {
-	if ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ws.ExitStatus()
 }
 
 // signalGroup sends sig to the process group whose id is the pid of the

@@ -344,10 +344,7 @@ func (p *Proc) wait() int {
 		}
 		break
 	}
-	if ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ws.ExitStatus()
+	return ShellStatus(ws)
 }
 
 // AwaitExit returns once the command has exited, without reaping it,
@@ -418,12 +415,21 @@ func ExitStatus(err error) int {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			return ShellStatus(ws)
 		}
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// ShellStatus is the wait status ws as a shell reports it: the exit
+// status, or 128 plus the number of the signal that ended the process.
+func ShellStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
 }
 
 // Foreground reports whether streams put a command in the foreground of

@@ -269,3 +269,22 @@ func TestStartFiles(t *testing.T) {
 		}
 	})
 }
+
+// TestShellStatus: a wait status as a shell reports it, the one
+// conversion the client, the daemon and the core share.
+func TestShellStatus(t *testing.T) {
+	for _, c := range []struct {
+		ws   syscall.WaitStatus
+		want int
+	}{
+		{0, 0},
+		{3 << 8, 3},
+		{syscall.WaitStatus(syscall.SIGTERM), 143},
+		{syscall.WaitStatus(syscall.SIGKILL) | 0x80, 137},   // killed, core dumped
+		{0x7f | syscall.WaitStatus(syscall.SIGSTOP)<<8, -1}, // stopped: no exit status
+	} {
+		if got := ShellStatus(c.ws); got != c.want {
+			t.Errorf("ShellStatus(%#x) = %d, want %d", int(c.ws), got, c.want)
+		}
+	}
+}
