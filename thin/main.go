@@ -128,11 +128,9 @@ func Forward(name string, args []string) (status int, ok bool) {
 	}
 	var we *wire.Error
 	switch {
-	case err == nil && s == nil:
-		signal.Stop(sigs) // the line runs in this process, which catches them itself
-		runtime.GOMAXPROCS(procs)
-		return 0, false
-	case errors.As(err, &we) && we.Code == wire.CodeBuildMismatch && acrossBuilds[args[0]]:
+	case err == nil && s == nil, errors.As(err, &we) && we.Code == wire.CodeBuildMismatch && acrossBuilds[args[0]]:
+		// The line runs in this process, which catches the signals itself
+		// and gets its processors back.
 		signal.Stop(sigs)
 		runtime.GOMAXPROCS(procs)
 		return 0, false
