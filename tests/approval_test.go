@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"github.com/rukh-cli/rukh/internal/core/admin"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/internal/testhome"
@@ -457,6 +459,62 @@ func TestPassthroughApprovalIsOfItsArguments(t *testing.T) {
 		}
 		if _, _, status := h.rukhCLI(t, nil, nil, "legacy", "run", "--help"); status != 77 {
 			t.Errorf("legacy run --help again: exit %d; want 77 (an approval is used once)", status)
+		}
+	})
+}
+
+// TestCtrlCAtTheApprovePrompt: a Ctrl-C while `approve` waits for the
+// owner's answer approves nothing and ends the command line with 130, on
+// both hosts. Through rukhd the prompt is the daemon's, on the client's
+// terminal: the client of a built-in command line catches its signals
+// while the daemon answers, so the Ctrl-C is a cancel, not a client
+// killed while the daemon still reads the terminal.
+func TestCtrlCAtTheApprovePrompt(t *testing.T) {
+	forEachHost(t, func(t *testing.T, host *testHost) {
+		h := newApprovalHome(t, host.Rukh)
+		host.serve(t, h.home)
+		target := filepath.Join(h.dir, "orders")
+		env, _ := h.call(t, "agent", "", map[string]any{"arg": target})
+		id, _ := env["approvalId"].(string)
+		if env["reason"] != "approval_required" || id == "" {
+			t.Fatalf("the agent's call: %v; want approval_required with an approval id", env)
+		}
+
+		master, slave := testpty.Open(t)
+		t.Cleanup(func() { master.Close() })
+		cmd := exec.Command(h.rukh, "approve", id)
+		cmd.Env = h.env
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		slave.Close()
+		exited := make(chan struct{})
+		var waitErr error
+		go func() { waitErr = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			<-exited
+		})
+		s := newScreen(master)
+		at := 0
+		s.expect(t, &at, "Type yes to approve: ")
+		master.Write([]byte{3}) // Ctrl-C
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("approve still ran 30 s after a Ctrl-C; the terminal shows:\n%s", s)
+		}
+		var ee *exec.ExitError
+		if !errors.As(waitErr, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("approve after a Ctrl-C: %s; want exit status 130; the terminal shows:\n%s", waitStatus(waitErr), s)
+		}
+		if env, _ := h.call(t, "agent", "", map[string]any{"arg": target}); env["reason"] != "approval_required" || env["approvalId"] != id {
+			t.Errorf("the agent's call after the Ctrl-C: %v; want approval %s still pending", env, id)
+		}
+		if n := runs(t, target); n != 0 {
+			t.Errorf("the call ran %d times", n)
 		}
 	})
 }

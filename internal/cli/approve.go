@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/run/envpolicy"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // newApproveCmd is the owner's trusted path for approvals: a person at a
@@ -81,7 +83,13 @@ terminal can give one.`,
 			// through stdout, which a script may read.
 			showApproval(tty, a, now)
 			fmt.Fprint(tty, "Approve this call once? Type yes to approve: ")
-			answer, err := bufio.NewReaderSize(io.LimitReader(tty, 256), 256).ReadString('\n')
+			answer, err := bufio.NewReaderSize(io.LimitReader(&untilDone{ctx: cmd.Context(), tty: tty}, 256), 256).ReadString('\n')
+			if ctx := cmd.Context(); ctx.Err() != nil {
+				// A Ctrl-C (in this process, or the client's cancel
+				// through the daemon) while the owner was asked.
+				fmt.Fprintln(tty)
+				return &ExitError{Status: exitcode.Interrupted, Err: errors.New("interrupted; nothing was approved")}
+			}
 			if err != nil && answer == "" {
 				return &ExitError{Status: exitcode.Failed, Err: fmt.Errorf("no answer (%v); nothing was approved", err)}
 			}
@@ -275,4 +283,48 @@ func parentOf(pid int) (int, error) {
 		return 0, errors.New("too few fields in /proc/PID/stat")
 	}
 	return strconv.Atoi(fields[1])
+}
+
+// untilDone reads the terminal tty until ctx ends: each read waits, in
+// poll(2), for the terminal to have input or for ctx to end, so that no
+// read is left waiting on the terminal once the command line is over. A
+// read left there would take the next line typed at the terminal, which
+// is the shell's, and, in the daemon, hold up its drain.
+type untilDone struct {
+	ctx context.Context
+	tty *os.File
+}
+
+func (r *untilDone) Read(p []byte) (int, error) {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(wake)
+	stop := context.AfterFunc(r.ctx, func() { unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0}) })
+	defer stop()
+	raw, err := r.tty.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var perr error
+	fds := []unix.PollFd{{Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
+	if err := raw.Control(func(fd uintptr) {
+		fds[0].Fd = int32(fd)
+		for {
+			_, perr = unix.Poll(fds, -1)
+			if perr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return 0, err
+	}
+	switch {
+	case perr != nil:
+		return 0, perr
+	case fds[1].Revents != 0:
+		return 0, r.ctx.Err()
+	}
+	return r.tty.Read(p) // input, a hang-up or an error: the read returns at once
 }
