@@ -101,21 +101,34 @@ func Forward(name string, args []string) (status int, ok bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, _ := os.Getwd()
-	// The signals are caught from the Exec on (waiting, below) and never
-	// given back once the daemon took the command line: the process
-	// exits when Forward returns ok, and giving each back would cost a
-	// handshake with the Go runtime's signal thread (0.05–0.1 ms each,
-	// three of them) between the exit status and the exit.
+	// The signals are caught once there is something to stop (catch,
+	// below), and never given back once the daemon took the command
+	// line: the process exits when Forward returns ok, and giving each
+	// back would cost a handshake with the Go runtime's signal thread
+	// (0.05–0.1 ms each, three of them) between the exit status and the
+	// exit.
 	sigs := make(chan os.Signal, 2)
-	// The Exec goes behind the hello (request), and the signals, which
-	// the client needs only once the daemon has answered, are caught
-	// while it answers.
+	catch := sync.OnceFunc(func() { signal.Notify(sigs, StopSignals()...) })
+	// The Exec goes behind the hello (request). A built-in command runs
+	// in the daemon, which may wait on this terminal (`approve`), so its
+	// signals are caught while the daemon answers. An extension
+	// command's are caught once the command is started, or once the
+	// daemon sends anything else first (child.caught): catching them
+	// starts three threads of the Go runtime and hands each signal to
+	// one of them and back, which would take a core from the daemon
+	// while it prepares the command (docs/benchmarks.md, "Fourteenth
+	// pass"). A signal before that ends this process as it would any
+	// program; the daemon then cancels the call, of which nothing has
+	// run (its client went away).
 	req := &request{
 		msg:   &wire.Msg{Exec: &wire.Exec{Args: args, Dir: dir, Env: envpolicy.ForDaemon(paths.HomeEnv(name), os.Environ())}},
 		files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		waiting: sync.OnceFunc(func() {
-			signal.Notify(sigs, StopSignals()...)
-		}),
+	}
+	ch := &child{}
+	if extensionLine(args) {
+		ch.caught = catch
+	} else {
+		req.waiting = catch
 	}
 	s, err := d.connect(ctx, req)
 	if err == nil && s == nil && autoStart(name) {
@@ -153,7 +166,6 @@ func Forward(name string, args []string) (status int, ok bool) {
 	// then it hosts that one command, and what the command leaves behind
 	// is its to kill (spawn.AdoptOrphans).
 	spawn.AdoptOrphans()
-	ch := &child{}
 	m, err := s.await(ctx, nil, nil, ch)
 	ch.stop() // a command still running here lost its daemon
 	switch {
@@ -224,12 +236,20 @@ func startDaemon(name string) error {
 // core, NAMEd (ExecWholeCore). It returns only when that fails, with the
 // exit status after saying why.
 func ExecCore(name string, args []string) int {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__") && !slices.Contains(format.ReservedWords(), args[0]) {
+	if extensionLine(args) {
 		if core, ok := beside(OneShotBinary(name)); ok {
 			return execAs(name, core, append([]string{OneShotFlag, buildid.ID()}, args...))
 		}
 	}
 	return ExecWholeCore(name, args)
+}
+
+// extensionLine reports whether a command line may be one extension
+// command: its first word is neither a flag, a word of cobra's own
+// (__complete), nor a built-in word (format.ReservedWords, which the
+// descriptor decoder reserves).
+func extensionLine(args []string) bool {
+	return len(args) > 0 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__") && !slices.Contains(format.ReservedWords(), args[0])
 }
 
 // ExecWholeCore replaces this process with the whole core binary, NAMEd,

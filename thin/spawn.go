@@ -25,6 +25,18 @@ type child struct {
 	pidfd *os.File
 	told  chan struct{} // closed once it has exited and that was reported
 	done  chan struct{} // closed once, after that, what it left is gone
+
+	// caught, when set, runs once the command is started or the daemon
+	// sends an event before asking for one: what catches the client's
+	// stop signals when it hosts an extension command (Forward).
+	caught func()
+}
+
+// catch runs ch.caught, if any.
+func (ch *child) catch() {
+	if ch != nil && ch.caught != nil {
+		ch.caught()
+	}
 }
 
 // start starts what the daemon asks, exactly as asked, with the same
@@ -71,6 +83,7 @@ func (ch *child) start(c *wire.Conn, sp *wire.Spawn, files []*os.File) {
 	if err != nil {
 		p.Signal(syscall.SIGKILL)
 	}
+	ch.catch() // the command runs: from here on a Ctrl-C is a cancel
 	go func() {
 		status := exited(p)
 		// The daemon is told first: what the command left behind (only

@@ -301,6 +301,7 @@ func (s *Session) await(ctx context.Context, onEvent func(*wire.Msg), cancelReas
 		closeFiles(got)
 		switch {
 		case m.Started != nil, m.Progress != nil, m.Diag != nil:
+			ch.catch() // a call that is not just starting its command
 			if m.Started != nil {
 				invocation = m.Started.InvocationID
 			}
