@@ -484,31 +484,19 @@ func TestCtrlCAtTheApprovePrompt(t *testing.T) {
 		t.Cleanup(func() { master.Close() })
 		cmd := exec.Command(h.rukh, "approve", id)
 		cmd.Env = h.env
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		slave.Close()
-		exited := make(chan struct{})
-		var waitErr error
-		go func() { waitErr = cmd.Wait(); close(exited) }()
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			<-exited
-		})
+		r := startAtTerminal(t, cmd, slave)
 		s := newScreen(master)
 		at := 0
 		s.expect(t, &at, "Type yes to approve: ")
 		master.Write([]byte{3}) // Ctrl-C
 		select {
-		case <-exited:
+		case <-r.exited:
 		case <-time.After(30 * time.Second):
 			t.Fatalf("approve still ran 30 s after a Ctrl-C; the terminal shows:\n%s", s)
 		}
 		var ee *exec.ExitError
-		if !errors.As(waitErr, &ee) || ee.ExitCode() != 130 {
-			t.Errorf("approve after a Ctrl-C: %s; want exit status 130; the terminal shows:\n%s", waitStatus(waitErr), s)
+		if !errors.As(r.err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("approve after a Ctrl-C: %s; want exit status 130; the terminal shows:\n%s", waitStatus(r.err), s)
 		}
 		if env, _ := h.call(t, "agent", "", map[string]any{"arg": target}); env["reason"] != "approval_required" || env["approvalId"] != id {
 			t.Errorf("the agent's call after the Ctrl-C: %v; want approval %s still pending", env, id)

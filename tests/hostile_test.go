@@ -297,28 +297,12 @@ func TestCtrlCEndsAHeldCall(t *testing.T) {
 				t.Cleanup(func() { master.Close() })
 				cmd := exec.Command("bash", "--norc", "--noprofile", "-m", "-c", `"$RUKH" attack traceloop "$PIDFILE"; echo "status=$?"`)
 				cmd.Env = append(h.env, "RUKH="+h.rukh, "PIDFILE="+pidfile, "TERM=dumb", "PS1=")
-				cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				slave.Close()
-				exited := make(chan struct{})
-				var waitErr error
-				go func() { waitErr = cmd.Wait(); close(exited) }()
-				t.Cleanup(func() {
-					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-					select {
-					case <-exited:
-					case <-time.After(30 * time.Second):
-						t.Errorf("the shell did not exit within 30 s of SIGKILL")
-					}
-				})
+				sh := startAtTerminal(t, cmd, slave)
 				s := newScreen(master)
 				s.ended = func() string {
 					select {
-					case <-exited:
-						return "the shell ended: " + waitStatus(waitErr)
+					case <-sh.exited:
+						return "the shell ended: " + waitStatus(sh.err)
 					case <-time.After(5 * time.Second):
 						return "the shell still ran 5 s after the terminal closed"
 					}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/internal/exitcode"
+	"github.com/rukh-cli/rukh/internal/paths"
 	"github.com/rukh-cli/rukh/internal/run/sandbox"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
@@ -355,4 +356,15 @@ type cleanupM struct{ m *testing.M }
 func (c cleanupM) Run() int {
 	defer removeHostBinaries()
 	return c.m.Run()
+}
+
+// homePaths are the paths of the CLI rukh whose RUKH_HOME is home, and
+// no other variable set.
+func homePaths(home string) (paths.Paths, error) {
+	return paths.Resolve("rukh", func(k string) string {
+		if k == "RUKH_HOME" {
+			return home
+		}
+		return ""
+	})
 }

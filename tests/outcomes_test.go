@@ -100,24 +100,13 @@ func TestSameOutcomeOnBothHosts(t *testing.T) {
 			master, slave := testpty.Open(t)
 			cmd := exec.Command(h.rukh, "attack", "sleep", started, "--other", "10m")
 			cmd.Env = h.env
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			slave.Close()
-			exited := make(chan struct{})
-			go func() { cmd.Wait(); close(exited) }()
-			t.Cleanup(func() {
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-exited
-			})
+			r := startAtTerminal(t, cmd, slave)
 			// Nothing reads the terminal (a read would hold the master
 			// open past its Close); the call writes nothing to it.
 			wait("rukh attack sleep on a terminal")
 			master.Close() // the hang-up: SIGHUP to the session
 			select {
-			case <-exited:
+			case <-r.exited:
 			case <-time.After(dtHangGuard):
 				t.Fatalf("rukh still runs %s after its terminal hung up", dtHangGuard)
 			}

@@ -17,7 +17,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rukh-cli/rukh/app"
 	"github.com/rukh-cli/rukh/internal/daemon"
-	"github.com/rukh-cli/rukh/internal/paths"
 	"github.com/rukh-cli/rukh/internal/release/trust"
 )
 
@@ -109,12 +108,7 @@ func runScripts(t *testing.T, withDaemon bool) {
 // startDaemon serves home with a rukhd in this test process until the
 // script ends.
 func startDaemon(env *testscript.Env, home string) error {
-	p, err := paths.Resolve("rukh", func(k string) string {
-		if k == "RUKH_HOME" {
-			return home
-		}
-		return ""
-	})
+	p, err := homePaths(home)
 	if err != nil {
 		return err
 	}

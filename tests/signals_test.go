@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rukh-cli/rukh/internal/daemon/wire"
-	"github.com/rukh-cli/rukh/internal/paths"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -26,12 +25,7 @@ import (
 func TestSignalBeforeTheCommandStarts(t *testing.T) {
 	rukh, _ := hostBinaries(t)
 	home := filepath.Join(testhome.TempDir(t), "home")
-	p, err := paths.Resolve("rukh", func(k string) string {
-		if k == "RUKH_HOME" {
-			return home
-		}
-		return ""
-	})
+	p, err := homePaths(home)
 	if err != nil {
 		t.Fatal(err)
 	}

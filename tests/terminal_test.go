@@ -58,6 +58,39 @@ func newScreen(master *os.File) *screen {
 	return s
 }
 
+// atTerminal is a process started in a session of its own whose
+// controlling terminal is a pseudo-terminal (startAtTerminal).
+type atTerminal struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has exited; err is then set
+	err    error
+}
+
+// startAtTerminal starts cmd as the leader of a new session whose
+// controlling terminal, stdin, stdout and stderr are slave, which it then
+// closes (the master is the test's). The session's process group is
+// killed at cleanup, and the cleanup waits for cmd, at most 30 s.
+func startAtTerminal(t *testing.T, cmd *exec.Cmd, slave *os.File) *atTerminal {
+	t.Helper()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	r := &atTerminal{cmd: cmd, exited: make(chan struct{})}
+	go func() { r.err = cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-r.exited:
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not exit within 30 s of SIGKILL", cmd.Path)
+		}
+	})
+	return r
+}
+
 // expect waits until the screen, from offset *at on, shows want, and
 // moves *at past it.
 func (s *screen) expect(t *testing.T, at *int, want string) {
@@ -139,27 +172,11 @@ func testTerminal(t *testing.T, h *testHost) {
 		}
 		cmd := exec.Command("bash", "--norc", "--noprofile", "-m", "-c", script)
 		cmd.Env = env
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		slave.Close()
-		exited := make(chan struct{})
-		var werr error
-		go func() { werr = cmd.Wait(); close(exited) }()
-		t.Cleanup(func() {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			select {
-			case <-exited:
-			case <-time.After(30 * time.Second):
-				t.Errorf("the shell did not exit within 30 s of SIGKILL")
-			}
-		})
+		sh := startAtTerminal(t, cmd, slave)
 		wait := func() error {
 			select {
-			case <-exited:
-				return werr
+			case <-sh.exited:
+				return sh.err
 			case <-time.After(30 * time.Second):
 				t.Fatalf("the shell did not exit within 30 s of its script's end")
 				return nil

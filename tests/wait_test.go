@@ -141,12 +141,7 @@ func newWaitHome(t *testing.T) (string, paths.Paths) {
 	home := filepath.Join(dir, "home")
 	a := testhome.InstallPinned(t, filepath.Join(home, "data"), rel)
 	testhome.Apply(t, a, fmt.Sprintf(waitProfile, "tools"))
-	p, err := paths.Resolve("rukh", func(k string) string {
-		if k == "RUKH_HOME" {
-			return home
-		}
-		return ""
-	})
+	p, err := homePaths(home)
 	if err != nil {
 		t.Fatal(err)
 	}
