@@ -323,6 +323,7 @@ func TestForgedClient(t *testing.T) {
 		{"SpawnedTwice", testForgedTwice},
 		{"ExitedWhileRunning", testForgedExitedWhileRunning},
 		{"NeverExited", testForgedNeverExited},
+		{"GoneBeforeSpawned", testForgedGoneBeforeSpawned},
 		{"DeadConnectorApproves", testForgedDeadConnector},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -497,6 +498,28 @@ func testForgedExitedWhileRunning(t *testing.T, b *dtBins) {
 		t.Errorf("an Exited 0 while the command ran: recorded %s/%s (%s), exit %d; want execution_failed", r.Outcome, r.Reason, r.Detail, status)
 	}
 	fcExited(t, pidfd, "the command the client said had exited")
+	if n := h.runs("drop"); n != 0 {
+		t.Errorf("the destructive command ran %d times", n)
+	}
+}
+
+// A client that goes away once the daemon asked it to start the command
+// and before it said it did: what a Ctrl-C does to the thin client
+// before it catches its signals. The call is recorded cancelled/
+// interrupted, not as a command that could not start, and nothing ran.
+func testForgedGoneBeforeSpawned(t *testing.T, b *dtBins) {
+	h := fcNewHome(t, b, "owner")
+	fc := fcDial(t, h)
+	fc.exec(h, "drop")
+	id, _, files := fc.spawn()
+	for _, f := range files {
+		f.Close()
+	}
+	fc.f.Close()
+	out := h.must("invocations", "wait", id, "--timeout", "30s", "--json")
+	if r := fcRecord(h, id); r.Outcome != "cancelled" || r.Reason != "interrupted" {
+		t.Errorf("recorded %s/%s (%s), want cancelled/interrupted; wait printed %s", r.Outcome, r.Reason, r.Detail, out)
+	}
 	if n := h.runs("drop"); n != 0 {
 		t.Errorf("the destructive command ran %d times", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -38,6 +39,12 @@ func TestSignalBeforeTheCommandStarts(t *testing.T) {
 	}
 	t.Cleanup(func() { ln.Close() })
 
+	// A SIGINT this test was started with ignored (`trap '' INT`) would
+	// be ignored by the client too: catching it here for the test's span
+	// gives the client, which execs, the default disposition.
+	intr := make(chan os.Signal, 1)
+	signal.Notify(intr, syscall.SIGINT)
+	defer signal.Stop(intr)
 	cmd := exec.Command(rukh, "hello", "Ada")
 	cmd.Env = append(os.Environ(), "RUKH_HOME="+home)
 	if err := cmd.Start(); err != nil {

@@ -68,9 +68,11 @@ var acrossBuilds = map[string]bool{"version": true, "help": true, "--help": true
 
 // Forward runs the command line in the daemon when one answers: it sends
 // argv, the working directory, the environment a command may see
-// (envpolicy.ForDaemon) and this process's stdin, stdout and stderr. The
-// first Ctrl-C or SIGTERM becomes a cancel (the command is stopped and
-// recorded as interrupted); a second one ends the client at once. ok is
+// (envpolicy.ForDaemon) and this process's stdin, stdout and stderr.
+// Once the command runs (a built-in line: once it is sent), the first
+// Ctrl-C or SIGTERM becomes a cancel (the command is stopped and recorded
+// as interrupted), and a second one ends the client at once; one before
+// that ends the client, and the daemon records the call cancelled. ok is
 // false when the command line must run in this process instead: no
 // daemon answers, one is draining, or one of another build answers and
 // the command is one that must work across builds.
@@ -118,8 +120,8 @@ func Forward(name string, args []string) (status int, ok bool) {
 	// one of them and back, which would take a core from the daemon
 	// while it prepares the command (docs/benchmarks.md, "Fourteenth
 	// pass"). A signal before that ends this process as it would any
-	// program; the daemon then cancels the call, of which nothing has
-	// run (its client went away).
+	// program; the daemon then records the call cancelled, of which
+	// nothing has run (its spawn fails with invoke.ErrSpawnerGone).
 	req := &request{
 		msg:   &wire.Msg{Exec: &wire.Exec{Args: args, Dir: dir, Env: envpolicy.ForDaemon(paths.HomeEnv(name), os.Environ())}},
 		files: []*os.File{os.Stdin, os.Stdout, os.Stderr},

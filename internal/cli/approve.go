@@ -300,9 +300,17 @@ func (r *untilDone) Read(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer unix.Close(wake)
-	stop := context.AfterFunc(r.ctx, func() { unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0}) })
-	defer stop()
+	woke := make(chan struct{})
+	stop := context.AfterFunc(r.ctx, func() {
+		unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		close(woke)
+	})
+	defer func() {
+		if !stop() {
+			<-woke // it ran or runs: the eventfd is closed after its write
+		}
+		unix.Close(wake)
+	}()
 	raw, err := r.tty.SyscallConn()
 	if err != nil {
 		return 0, err

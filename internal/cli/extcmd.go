@@ -413,7 +413,11 @@ func report(f *Factory, out *invoke.Outcome, err error, compact bool, cmdPath st
 		}
 	}
 	status := OutcomeStatus(out)
-	if status != exitcode.OK && out.Message != "" {
+	// A call cancelled because the process that asked for it is gone (a
+	// Ctrl-C ended the thin client before it caught its signals) is said
+	// to nobody: the terminal already shows the shell's prompt again.
+	callerGone := out.Outcome == invoke.Cancelled && f.CallerAlive != nil && !f.CallerAlive()
+	if status != exitcode.OK && out.Message != "" && !callerGone {
 		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", f.Name, safeLines(out.Message))
 		if out.Reason == invoke.ReasonInvalidInput {
 			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmdPath)

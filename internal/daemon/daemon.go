@@ -626,6 +626,10 @@ func (s *Server) watch(ctx context.Context, c *wire.Conn, sp *clientSpawner) *ca
 				continue
 			}
 			closeAll(files)
+			if sp != nil && errors.Is(err, wire.ErrFrame) {
+				// Not its end: a frame that breaks the protocol.
+				sp.faultf("the client sent a frame that cannot be read: %v", err)
+			}
 			if err != nil {
 				r := "interrupted"
 				cl.reason.CompareAndSwap(nil, &r)

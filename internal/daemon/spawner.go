@@ -236,7 +236,12 @@ func (sp *clientSpawner) Spawn(ex *exec.Cmd, job spawn.Job, meanwhile func()) (i
 	case <-sp.gone:
 		sp.killDelivered(job)
 		sp.refuse()
-		return nil, errors.New("the client went away before it started the command")
+		select {
+		case <-sp.fault: // the frame that ended the connection was bad
+			return nil, fmt.Errorf("the client broke the protocol: %s", sp.faultWhy())
+		default:
+		}
+		return nil, invoke.ErrSpawnerGone
 	case <-timer.C:
 		sp.refuse()
 		return nil, fmt.Errorf("the client did not say within %s whether it started the command", spawnAnswer)

@@ -283,6 +283,11 @@ func (c *Core) run(ctx context.Context, t *Target, req *Request, id string, ad *
 	closeAll(closeAfterStart)
 	if err != nil {
 		closeAll(readEnds)
+		if errors.Is(err, ErrSpawnerGone) {
+			// A helper the client started exits at its closed gate
+			// with its parent: nothing ran.
+			return cancelledBeforeStart(cmd, req)
+		}
 		return enf.startError(cmd.Identity, err)
 	}
 	if enf.gated() {

@@ -1,6 +1,7 @@
 package invoke
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 
@@ -41,6 +42,12 @@ type Process interface {
 type Spawner interface {
 	Spawn(ex *exec.Cmd, job spawn.Job, meanwhile func()) (Process, error)
 }
+
+// ErrSpawnerGone is what a Spawner's error wraps when the process that
+// was to start the command went away before it said it had (the thin
+// client ended by a Ctrl-C it had not caught yet): the call is cancelled
+// before it started, not a command that could not start.
+var ErrSpawnerGone = errors.New("the client went away before it started the command")
 
 // localProc is a command this process started.
 type localProc struct{ *spawn.Proc }
