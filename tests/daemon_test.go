@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +130,7 @@ func TestDaemon(t *testing.T) {
 		{"StopUnreaped", testDaemonStopUnreaped},
 		{"SymlinkedHome", testDaemonSymlinkedHome},
 		{"JournalGap", testDaemonJournalGap},
+		{"Processors", testDaemonProcessors},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -338,6 +340,7 @@ type dtStatus struct {
 	Socket      string `json:"socket"`
 	Activated   bool   `json:"activated"`
 	InFlight    int    `json:"inFlight"`
+	Processors  int    `json:"processors"`
 	Connections int    `json:"connections"`
 	Pending     int    `json:"pendingOutcomes"`
 	WriteError  string `json:"storeWriteError"`
@@ -1409,5 +1412,54 @@ func testDaemonJournalGap(t *testing.T, b *dtBins) {
 	kept, err := os.ReadFile(journal + ".aside")
 	if err != nil || !bytes.Equal(kept, raw) {
 		t.Errorf("the copy kept aside is not the damaged journal (%v)", err)
+	}
+}
+
+// testDaemonProcessors: rukhd runs its goroutines on one processor once
+// 16 requests in a row came alone, and on all it was given as soon as
+// one overlaps another (internal/daemon/procs.go); GOMAXPROCS in its
+// environment fixes the count. On a machine of one processor the count
+// is one throughout.
+func testDaemonProcessors(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	h.env = slices.DeleteFunc(h.env, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") })
+	first := h.startDaemon(b.rukhd, b.build)
+	all := h.status().Processors // what the Go runtime gives it here
+	for range 16 {
+		h.must("ppid")
+	}
+	if got := h.status().Processors; got != 1 {
+		t.Errorf("after 16 calls one at a time rukhd runs on %d processors, want 1", got)
+	}
+	// A call beside a running one.
+	client := exec.Command(h.rukh, "slow")
+	client.Env = h.env
+	client.Stdout, client.Stderr = io.Discard, io.Discard
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	shPID, _ := h.slowStarted()
+	t.Cleanup(func() {
+		syscall.Kill(-shPID, syscall.SIGKILL)
+		client.Process.Kill()
+		client.Wait()
+	})
+	h.must("ppid")
+	if got := h.status().Processors; got != all {
+		t.Errorf("with two calls at once rukhd runs on %d processors, want all %d", got, all)
+	}
+
+	// Fixed by the environment.
+	client.Process.Kill()
+	client.Wait()
+	h.must("daemon", "stop")
+	first.wait(t)
+	d := h.startProc(append(h.env[:len(h.env):len(h.env)], "GOMAXPROCS=3"), b.rukhd)
+	h.waitAnswers(d, b.build)
+	for range 16 {
+		h.must("ppid")
+	}
+	if got := h.status().Processors; got != 3 {
+		t.Errorf("with GOMAXPROCS=3 rukhd runs on %d processors after 16 calls one at a time, want 3", got)
 	}
 }

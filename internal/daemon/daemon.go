@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,7 @@ type Server struct {
 	keepIdle  time.Duration  // how long a kept connection waits for a read (default keepIdle)
 	kept      func()         // tests: called once a connection waits for its next read
 	unlogged  atomic.Int64   // warnings the rate left out, said with the next
+	procs     *processors    // one while requests come alone
 }
 
 // Limits of the daemon's own resources (item 10 and 11 of the hardening
@@ -159,6 +161,9 @@ func (s *Server) init() {
 		s.warn = rate.Sometimes{First: 10, Interval: time.Minute}
 		if s.keepIdle == 0 {
 			s.keepIdle = keepIdle
+		}
+		if s.procs == nil {
+			s.procs = &processors{fixed: true}
 		}
 	})
 }
@@ -375,11 +380,15 @@ func (s *Server) admit(c *wire.Conn, w *waiter, req *wire.Msg) bool {
 	if req.Status != nil || req.Stop != nil {
 		n, limit, pool = &s.managing, int64(s.maxManage), "management requests"
 	}
-	if n.Add(1) > limit {
+	serving := n.Add(1)
+	if serving > limit {
 		n.Add(-1)
 		s.warnf("refused a request: serving as many as it may", "pool", pool, "limit", limit)
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBusy, "%sd serves %d %s at once, its limit; retry when fewer run", s.Name, limit, pool)})
 		return false
+	}
+	if n == &s.working {
+		s.procs.admitted(int(serving) + s.Host.DetachedRunning())
 	}
 	return true
 }
@@ -866,7 +875,7 @@ func (s *Server) status() *wire.DaemonStatus {
 	st := &wire.DaemonStatus{
 		PID: os.Getpid(), Build: s.Build, StartedUnix: s.started.Unix(), Socket: s.Paths.Socket(s.Name),
 		Activated: s.Activated, Revision: rev, Connections: int(s.conns.Load()) - 1, InFlight: int(s.inflight.Load()) + s.Host.DetachedRunning(),
-		RSSBytes: rss(), Draining: s.stopping.Load(),
+		RSSBytes: rss(), Draining: s.stopping.Load(), Processors: runtime.GOMAXPROCS(0),
 	}
 	if err != nil {
 		st.StoreError = err.Error()

@@ -211,6 +211,7 @@ func run(ctx context.Context, o Options, idle time.Duration, logger *slog.Logger
 		}
 	}
 	s.Activated, s.Idle, s.Run = activated, idle, o.Run
+	s.procs = newProcessors() // the process's own: not for a Server in a test
 	s.Exe, _ = os.Executable()
 	// What a call whose helper was killed leaves behind comes here, not
 	// to init, and is killed when that call ends (spawn.KillStrays).

@@ -1,0 +1,72 @@
+package daemon
+
+import (
+	"os"
+	"runtime"
+	"sync"
+)
+
+// processors is how many processors the daemon's goroutines run on: one
+// while the requests it serves come one at a time, all that the Go
+// runtime gives it as soon as two overlap.
+//
+// A call through rukhd is half the daemon's: the client starts the
+// command and waits, the daemon resolves, records and reads the result,
+// and the two hand each other the call over the socket. On several
+// processors each hand-over woke an idle one on another core, where the
+// client and its command run, which cost a call through rukhd about 2 %
+// and the daemon a fifth of its CPU (docs/benchmarks.md, "Fifteenth
+// pass"). On one, the goroutines of a call hand each other the work on
+// one thread. Requests that overlap (an HTTP adapter's callers, many
+// calls at once) need the processors again, and get them at once; the
+// daemon goes back to one once settle requests in a row have come alone,
+// so that changing, which stops the world for a moment, happens at most
+// twice in settle requests. GOMAXPROCS in the environment fixes the count.
+type processors struct {
+	mu    sync.Mutex
+	fixed bool           // GOMAXPROCS was set, or the runtime gives one
+	set   func(one bool) // tests replace it
+	one   bool           // it runs on one now
+	alone int            // requests in a row admitted with none other served
+}
+
+// settle is how many requests in a row must come alone before the
+// daemon goes back to one processor.
+const settle = 16
+
+func newProcessors() *processors {
+	return &processors{
+		fixed: os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) == 1,
+		set: func(one bool) {
+			if one {
+				runtime.GOMAXPROCS(1)
+			} else {
+				runtime.SetDefaultGOMAXPROCS()
+			}
+		},
+	}
+}
+
+// admitted is told, as a request is admitted, how many are served now,
+// that one included.
+func (p *processors) admitted(serving int) {
+	if p.fixed {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case serving > 1:
+		p.alone = 0
+		if p.one {
+			p.one = false
+			p.set(false)
+		}
+	case !p.one:
+		p.alone++
+		if p.alone >= settle {
+			p.one = true
+			p.set(true)
+		}
+	}
+}
