@@ -7,8 +7,8 @@ import (
 )
 
 // processors is how many processors the daemon's goroutines run on: one
-// while the requests it serves come one at a time, all that the Go
-// runtime gives it as soon as two overlap.
+// from its start and while the requests it serves come one at a time,
+// all that the Go runtime gives it as soon as two overlap.
 //
 // A call through rukhd is half the daemon's: the client starts the
 // command and waits, the daemon resolves, records and reads the result,
@@ -34,8 +34,10 @@ type processors struct {
 // daemon goes back to one processor.
 const settle = 16
 
+// newProcessors puts the daemon on one processor, unless GOMAXPROCS
+// fixes the count or the runtime gives it one only.
 func newProcessors() *processors {
-	return &processors{
+	p := &processors{
 		fixed: os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) == 1,
 		set: func(one bool) {
 			if one {
@@ -45,6 +47,11 @@ func newProcessors() *processors {
 			}
 		},
 	}
+	if !p.fixed {
+		p.one = true
+		p.set(true)
+	}
+	return p
 }
 
 // admitted is told, as a request is admitted, how many are served now,

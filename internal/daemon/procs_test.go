@@ -5,28 +5,30 @@ import (
 	"testing"
 )
 
-// TestProcessors: the daemon goes to one processor once settle requests
-// in a row came alone, back to all of them at the first that overlaps
-// another, and never changes them when GOMAXPROCS fixes the count.
+// TestProcessors: the daemon, started on one processor, takes all of
+// them at the first request that overlaps another and goes back to one
+// once settle requests in a row came alone; GOMAXPROCS fixes the count.
 func TestProcessors(t *testing.T) {
 	alone := func(n int) []int { return slices.Repeat([]int{1}, n) }
+	seq := func(parts ...[]int) []int { return slices.Concat(parts...) }
 	for _, tc := range []struct {
 		name    string
 		fixed   bool
-		serving []int  // what each admitted request sees served
-		want    []bool // what was set (true: one)
+		serving []int  // what each admitted request sees served, that one included
+		want    []bool // what was set in turn (true: one)
 	}{
-		{"fewer than settle alone", false, alone(settle - 1), nil},
-		{"settle alone", false, alone(settle), []bool{true}},
-		{"many alone: set once", false, alone(3 * settle), []bool{true}},
-		{"an overlap before settle starts the count again", false, append(append(alone(settle-1), 2), alone(settle-1)...), nil},
-		{"an overlap on one processor: all again", false, append(alone(settle), 2, 3, 2), []bool{true, false}},
-		{"and back once settle come alone", false, append(append(alone(settle), 2), alone(settle)...), []bool{true, false, true}},
-		{"fixed by GOMAXPROCS", true, append(append(alone(settle), 2), alone(settle)...), nil},
+		{"alone: nothing changes", false, alone(3 * settle), nil},
+		{"an overlap: all", false, seq(alone(3), []int{2}), []bool{false}},
+		{"more overlaps: set once", false, []int{2, 3, 2, 5}, []bool{false}},
+		{"fewer than settle alone after it: still all", false, seq([]int{2}, alone(settle-1)), []bool{false}},
+		{"settle alone after it: one", false, seq([]int{2}, alone(settle)), []bool{false, true}},
+		{"an overlap among them starts the count again", false, seq([]int{2}, alone(settle-1), []int{2}, alone(settle-1)), []bool{false}},
+		{"and back and forth", false, seq([]int{2}, alone(settle), []int{2}, alone(settle)), []bool{false, true, false, true}},
+		{"fixed by GOMAXPROCS", true, seq([]int{2}, alone(settle), []int{2}), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []bool
-			p := &processors{fixed: tc.fixed, set: func(one bool) { got = append(got, one) }}
+			p := &processors{fixed: tc.fixed, one: !tc.fixed, set: func(one bool) { got = append(got, one) }}
 			for _, n := range tc.serving {
 				p.admitted(n)
 			}
