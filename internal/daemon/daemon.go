@@ -388,7 +388,10 @@ func (s *Server) admit(c *wire.Conn, w *waiter, req *wire.Msg) bool {
 		return false
 	}
 	if n == &s.working {
-		s.procs.admitted(int(serving) + s.Host.DetachedRunning())
+		// What runs beside it: the invocations (which end before their
+		// answer is sent, so that a client quick to send its next call
+		// does not find its last one still counted) and detached runs.
+		s.procs.admitted(1 + int(s.inflight.Load()) + s.Host.DetachedRunning())
 	}
 	return true
 }
