@@ -341,7 +341,6 @@ type dtStatus struct {
 	Socket      string `json:"socket"`
 	Activated   bool   `json:"activated"`
 	InFlight    int    `json:"inFlight"`
-	Processors  int    `json:"processors"`
 	Connections int    `json:"connections"`
 	Pending     int    `json:"pendingOutcomes"`
 	WriteError  string `json:"storeWriteError"`
@@ -380,6 +379,7 @@ func (h *dtHome) invocations() []dtRecord {
 type dtDoctor struct {
 	Host       string `json:"host"`
 	HostReason string `json:"hostReason"`
+	Processors int    `json:"processors"`
 	Socket     string `json:"socket"`
 	StoreOK    bool   `json:"storeOk"`
 	Pending    int    `json:"pendingOutcomes"`
@@ -1419,14 +1419,15 @@ func testDaemonJournalGap(t *testing.T, b *dtBins) {
 // testDaemonProcessors: rukhd runs its goroutines on one processor from
 // its start, on all it is given as soon as a request overlaps another,
 // and on one again once 16 in a row came alone (internal/daemon/procs.go);
-// GOMAXPROCS in its environment fixes the count. On a machine of one
-// processor the count is one throughout.
+// GOMAXPROCS in its environment fixes the count. `doctor`, which runs in
+// rukhd and is a request like any other, says how many. On a machine of
+// one processor the count is one throughout.
 func testDaemonProcessors(t *testing.T, b *dtBins) {
 	h := dtNewHome(t, b)
 	h.env = slices.DeleteFunc(h.env, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") })
 	first := h.startDaemon(b.rukhd, b.build)
 	h.must("ppid")
-	if got := h.status().Processors; got != 1 {
+	if got := h.doctor().Processors; got != 1 {
 		t.Errorf("a fresh rukhd runs on %d processors, want 1", got)
 	}
 	// A call beside a running one.
@@ -1444,12 +1445,13 @@ func testDaemonProcessors(t *testing.T, b *dtBins) {
 	})
 	h.must("ppid")
 	all := runtime.NumCPU()
-	if got := h.status().Processors; got < min(all, 2) || got > all {
+	if got := h.doctor().Processors; got < min(all, 2) || got > all {
 		t.Errorf("with two calls at once rukhd runs on %d processors, want all it is given (this machine has %d)", got, all)
 	}
 	client.Process.Kill()
 	client.Wait()
-	// Its slot is free once its connection is gone (status is not counted).
+	// Its request is done once its connection is gone (status, a
+	// management request, is not counted).
 	for deadline := time.Now().Add(dtHangGuard); ; {
 		if st := h.status(); st.Connections == 0 && st.InFlight == 0 {
 			break
@@ -1458,15 +1460,14 @@ func testDaemonProcessors(t *testing.T, b *dtBins) {
 			t.Fatalf("the killed client's call still holds rukhd after %s", dtHangGuard)
 		}
 	}
-	for range 15 {
+	for range 14 {
 		h.must("ppid")
 	}
-	if got := h.status().Processors; got == 1 && all > 1 {
-		t.Errorf("after 15 calls one at a time rukhd went back to one processor; it waits for 16")
+	if got := h.doctor().Processors; got == 1 && all > 1 { // the 15th alone
+		t.Errorf("after 15 requests one at a time rukhd went back to one processor; it waits for 16")
 	}
-	h.must("ppid")
-	if got := h.status().Processors; got != 1 {
-		t.Errorf("after 16 calls one at a time rukhd runs on %d processors, want 1", got)
+	if got := h.doctor().Processors; got != 1 { // the 16th
+		t.Errorf("after 16 requests one at a time rukhd runs on %d processors, want 1", got)
 	}
 
 	// Fixed by the environment.
@@ -1477,7 +1478,7 @@ func testDaemonProcessors(t *testing.T, b *dtBins) {
 	for range 16 {
 		h.must("ppid")
 	}
-	if got := h.status().Processors; got != 3 {
-		t.Errorf("with GOMAXPROCS=3 rukhd runs on %d processors after 16 calls one at a time, want 3", got)
+	if got := h.doctor().Processors; got != 3 {
+		t.Errorf("with GOMAXPROCS=3 rukhd runs on %d processors after 16 requests one at a time, want 3", got)
 	}
 }

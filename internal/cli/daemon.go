@@ -63,7 +63,6 @@ starts it on first use (see the README).`,
 					Revision      uint64     `json:"revision"`
 					Connections   int        `json:"connections"`
 					InFlight      int        `json:"inFlight"`
-					Processors    int        `json:"processors"`
 					RSSBytes      int64      `json:"rssBytes"`
 					StoreError    string     `json:"storeError,omitempty"`
 					WriteError    string     `json:"storeWriteError,omitempty"`
@@ -71,15 +70,15 @@ starts it on first use (see the README).`,
 					Pending       int        `json:"pendingOutcomes"`
 					Draining      bool       `json:"draining"`
 				}{st.PID, st.Build, time.Unix(st.StartedUnix, 0).UTC(), int64(up / time.Second), st.Socket, st.Activated,
-					st.Revision, st.Connections, st.InFlight, st.Processors, st.RSSBytes, st.StoreError,
+					st.Revision, st.Connections, st.InFlight, st.RSSBytes, st.StoreError,
 					st.StoreWriteError, writeFailingSince(st), st.PendingOutcomes, st.Draining})
 			}
 			how := "started by hand"
 			if st.Activated {
 				how = "socket-activated"
 			}
-			fmt.Fprintf(f.IO.Out, "%sd is running: pid %d, up %s (%s)\nsocket:      %s\nbuild:       %s\nrevision:    %d\nconnections: %d\nrunning:     %d invocations\nprocessors:  %d\nmemory:      %.1f MiB resident\n",
-				f.Name, st.PID, up, how, st.Socket, st.Build, st.Revision, st.Connections, st.InFlight, st.Processors, float64(st.RSSBytes)/(1<<20))
+			fmt.Fprintf(f.IO.Out, "%sd is running: pid %d, up %s (%s)\nsocket:      %s\nbuild:       %s\nrevision:    %d\nconnections: %d\nrunning:     %d invocations\nmemory:      %.1f MiB resident\n",
+				f.Name, st.PID, up, how, st.Socket, st.Build, st.Revision, st.Connections, st.InFlight, float64(st.RSSBytes)/(1<<20))
 			if st.Draining {
 				fmt.Fprintf(f.IO.Out, "draining:    it takes no new work and exits once what runs has ended\n")
 			}

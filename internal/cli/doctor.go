@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/rukh-cli/rukh/internal/core/invoke"
 	"github.com/rukh-cli/rukh/internal/core/local"
@@ -18,8 +19,11 @@ import (
 
 // doctorReport is what `doctor` finds.
 type doctorReport struct {
-	Host       string `json:"host"`       // "daemon" or "in-process"
-	HostWhy    string `json:"hostReason"` // why that host
+	Host    string `json:"host"`       // "daemon" or "in-process"
+	HostWhy string `json:"hostReason"` // why that host
+	// Processors is how many processors the daemon runs on now (one
+	// while its requests come alone: docs/daemon.md); 0 in-process.
+	Processors int    `json:"processors,omitempty"`
 	Socket     string `json:"socket"`
 	Store      string `json:"store"`
 	StoreOK    bool   `json:"storeOk"`
@@ -55,6 +59,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 			var we *wire.Error
 			if f.NewHost != nil {
 				rep.Host, rep.HostWhy = "daemon", f.HostNote
+				rep.Processors = runtime.GOMAXPROCS(0) // this runs in rukhd
 			} else {
 				rep.Host = "in-process"
 				d, _ := f.dialer()
@@ -101,6 +106,9 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				}
 			} else {
 				fmt.Fprintf(f.IO.Out, "host:    %s (%s)\nsocket:  %s\n", rep.Host, rep.HostWhy, rep.Socket)
+				if rep.Processors > 0 {
+					fmt.Fprintf(f.IO.Out, "daemon:  on %d processor(s) now (one while its requests come alone)\n", rep.Processors)
+				}
 				if rep.StoreOK {
 					fmt.Fprintf(f.IO.Out, "store:   %s: consistent, revision %d\n", rep.Store, rep.Revision)
 				} else {

@@ -14,7 +14,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,6 +74,7 @@ type Server struct {
 	kept      func()         // tests: called once a connection waits for its next read
 	unlogged  atomic.Int64   // warnings the rate left out, said with the next
 	procs     *processors    // one while requests come alone
+	busy      atomic.Int64   // requests admitted and not yet answered, but for management
 }
 
 // Limits of the daemon's own resources (item 10 and 11 of the hardening
@@ -388,10 +388,11 @@ func (s *Server) admit(c *wire.Conn, w *waiter, req *wire.Msg) bool {
 		return false
 	}
 	if n == &s.working {
-		// What runs beside it: the invocations (which end before their
-		// answer is sent, so that a client quick to send its next call
-		// does not find its last one still counted) and detached runs.
-		s.procs.admitted(1 + int(s.inflight.Load()) + s.Host.DetachedRunning())
+		// What runs beside it: the requests not yet answered
+		// (serveRequest counts one out just before its answer, so that a
+		// client quick to send its next request does not find its last
+		// one still counted) and the detached runs.
+		s.procs.admitted(int(s.busy.Add(1)) + s.Host.DetachedRunning())
 	}
 	return true
 }
@@ -670,13 +671,27 @@ func (cl *call) why() string {
 
 // serveRequest serves one request of the client process pr.
 func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, files []*os.File, pr *peer) {
-	reply := func(m *wire.Msg) { c.Send(m) }
+	// A request admitted to the connection pool is busy until its answer
+	// is about to be sent (admit, processors).
+	busy := req.Status == nil && req.Stop == nil
+	done := func() {
+		if busy {
+			busy = false
+			s.busy.Add(-1)
+		}
+	}
+	defer done()
+	reply := func(m *wire.Msg) { c.Send(m) } // an event: Started, Progress, Diag
+	answer := func(m *wire.Msg) {            // the request's last message
+		done()
+		c.Send(m)
+	}
 	fail := func(err error) {
 		var we *wire.Error
 		if !errors.As(err, &we) {
 			we = wire.Errorf(wire.CodeInternal, "%v", err)
 		}
-		reply(&wire.Msg{Error: we})
+		answer(&wire.Msg{Error: we})
 	}
 	switch {
 	case req.Exec != nil:
@@ -691,7 +706,7 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 			// be told, so nothing is served — `approve` least of all.
 			s.warnf("refused a command line: the process that connected has exited", "pid", pr.pid)
 			fmt.Fprintf(files[2], "%s: the process that connected to %sd (pid %d) has exited; a command line is served only to the live process that connected\n", s.Name, s.Name, pr.pid)
-			reply(&wire.Msg{Exit: &wire.Exit{Status: exitcode.Denied}})
+			answer(&wire.Msg{Exit: &wire.Exit{Status: exitcode.Denied}})
 			return
 		}
 		sp := newClientSpawner(c, pr, s.warnf)
@@ -699,28 +714,28 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 		cl := s.watch(ctx, c, sp)
 		defer cl.cancel()
 		status := s.exec(cl.ctx, req.Exec, files, sp, pr, func(id string) { reply(&wire.Msg{Started: &wire.Started{InvocationID: id}}) })
-		reply(&wire.Msg{Exit: &wire.Exit{Status: status}})
+		answer(&wire.Msg{Exit: &wire.Exit{Status: status}})
 	case req.GetHTTP != nil:
 		h, err := s.Host.HTTPSection(ctx)
 		if err != nil {
 			fail(err)
 			return
 		}
-		reply(&wire.Msg{HTTP: h})
+		answer(&wire.Msg{HTTP: h})
 	case req.BindTask != nil:
 		task, err := s.Host.BindTask(ctx, req.BindTask.Task)
 		if err != nil {
 			fail(err)
 			return
 		}
-		reply(&wire.Msg{Bound: &wire.Bound{Task: task}})
+		answer(&wire.Msg{Bound: &wire.Bound{Task: task}})
 	case req.ListTools != nil:
 		page, err := s.Host.ListTools(ctx, req.ListTools)
 		if err != nil {
 			fail(err)
 			return
 		}
-		reply(&wire.Msg{ToolPage: page})
+		answer(&wire.Msg{ToolPage: page})
 	case req.CallTool != nil:
 		cl := s.watch(ctx, c, nil)
 		defer cl.cancel()
@@ -741,7 +756,7 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 			fail(err)
 			return
 		}
-		reply(&wire.Msg{CallResult: res})
+		answer(&wire.Msg{CallResult: res})
 	case req.WaitInvocations != nil:
 		// Observing only: the client going away ends the wait, never a run.
 		cl := s.watch(ctx, c, nil)
@@ -756,17 +771,17 @@ func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, 
 			fail(err)
 			return
 		}
-		reply(&wire.Msg{WaitResult: res})
+		answer(&wire.Msg{WaitResult: res})
 	case req.Settle != nil:
 		if err := s.Host.Core().SettleNow(); err != nil {
 			fail(err)
 			return
 		}
-		reply(&wire.Msg{Settled: &wire.Settled{}})
+		answer(&wire.Msg{Settled: &wire.Settled{}})
 	case req.Status != nil:
-		reply(&wire.Msg{Daemon: s.status()})
+		answer(&wire.Msg{Daemon: s.status()})
 	case req.Stop != nil:
-		reply(&wire.Msg{Stopping: &wire.Stopping{}})
+		answer(&wire.Msg{Stopping: &wire.Stopping{}})
 		s.Stop()
 	default:
 		fail(wire.Errorf(wire.CodeBadRequest, "not a request"))
@@ -878,7 +893,7 @@ func (s *Server) status() *wire.DaemonStatus {
 	st := &wire.DaemonStatus{
 		PID: os.Getpid(), Build: s.Build, StartedUnix: s.started.Unix(), Socket: s.Paths.Socket(s.Name),
 		Activated: s.Activated, Revision: rev, Connections: int(s.conns.Load()) - 1, InFlight: int(s.inflight.Load()) + s.Host.DetachedRunning(),
-		RSSBytes: rss(), Draining: s.stopping.Load(), Processors: runtime.GOMAXPROCS(0),
+		RSSBytes: rss(), Draining: s.stopping.Load(),
 	}
 	if err != nil {
 		st.StoreError = err.Error()

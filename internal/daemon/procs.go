@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // processors is how many processors the daemon's goroutines run on: one
@@ -23,11 +24,11 @@ import (
 // so that changing, which stops the world for a moment, happens at most
 // twice in settle requests. GOMAXPROCS in the environment fixes the count.
 type processors struct {
-	mu    sync.Mutex
 	fixed bool           // GOMAXPROCS was set, or the runtime gives one
 	set   func(one bool) // tests replace it
-	one   bool           // it runs on one now
-	alone int            // requests in a row admitted with none other served
+	mu    sync.Mutex     // held while the count changes
+	one   atomic.Bool    // it runs on one now
+	alone atomic.Int32   // requests in a row admitted with none other served
 }
 
 // settle is how many requests in a row must come alone before the
@@ -48,32 +49,41 @@ func newProcessors() *processors {
 		},
 	}
 	if !p.fixed {
-		p.one = true
+		p.one.Store(true)
 		p.set(true)
 	}
 	return p
 }
 
 // admitted is told, as a request is admitted, how many are served now,
-// that one included.
+// that one included. Only a change of the count takes the lock: it
+// stops the world, which may first wait for a collection's marking to
+// end, and no request need wait for it that does not change the count.
 func (p *processors) admitted(serving int) {
 	if p.fixed {
 		return
 	}
+	if serving > 1 {
+		p.alone.Store(0)
+		if p.one.Load() {
+			p.change(false)
+		}
+		return
+	}
+	if !p.one.Load() && p.alone.Add(1) >= settle {
+		p.change(true)
+	}
+}
+
+// change runs the daemon on one processor or on all, unless a request
+// that came at the same time did so first.
+func (p *processors) change(one bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case serving > 1:
-		p.alone = 0
-		if p.one {
-			p.one = false
-			p.set(false)
-		}
-	case !p.one:
-		p.alone++
-		if p.alone >= settle {
-			p.one = true
-			p.set(true)
-		}
+	if p.one.Load() == one {
+		return
 	}
+	p.one.Store(one)
+	p.alone.Store(0)
+	p.set(one)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -28,7 +29,8 @@ func TestProcessors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []bool
-			p := &processors{fixed: tc.fixed, one: !tc.fixed, set: func(one bool) { got = append(got, one) }}
+			p := &processors{fixed: tc.fixed, set: func(one bool) { got = append(got, one) }}
+			p.one.Store(!tc.fixed) // as newProcessors leaves it
 			for _, n := range tc.serving {
 				p.admitted(n)
 			}
@@ -36,5 +38,73 @@ func TestProcessors(t *testing.T) {
 				t.Errorf("set %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestProcessorsConcurrent: requests admitted at the same time change the
+// count in turn, never to what it is already.
+func TestProcessorsConcurrent(t *testing.T) {
+	var got []bool // under p.mu, as set is called
+	p := &processors{set: func(one bool) { got = append(got, one) }}
+	p.one.Store(true)
+	p.change(true) // as a request that raced another and came second
+	if len(got) != 0 {
+		t.Fatalf("a change to one processor on one set %v", got)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				serving := 1
+				if (g+i)%7 == 0 {
+					serving = 2
+				}
+				p.admitted(serving)
+			}
+		})
+	}
+	wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, one := range got {
+		if want := i%2 == 1; one != want {
+			t.Fatalf("change %d set one=%v, after %v: a change to what it was", i, one, got[:i])
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("1,600 requests, some overlapping, changed nothing")
+	}
+}
+
+// TestBusyEndsBeforeTheAnswer: a request stops counting as running
+// (Server.busy, which the processors follow) before its answer is sent,
+// so that a client quick to send its next request, on the same
+// connection or a new one, is not taken for two requests at once (ADR
+// 0020). Reads are counted like every other request.
+func TestBusyEndsBeforeTheAnswer(t *testing.T) {
+	var mu sync.Mutex
+	var sets []bool
+	s, sock, _, _, _ := keptServer(t, func(s *Server) {
+		s.procs = &processors{set: func(one bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			sets = append(sets, one)
+		}}
+		s.procs.one.Store(true)
+	})
+	for i := range 20 {
+		f, c := keptConn(t, sock)
+		for read := range 2 { // a new connection's, then a kept one's
+			keptRead(t, f, c)
+			if n := s.busy.Load(); n != 0 {
+				t.Fatalf("connection %d, read %d: counted as running (%d) once its answer came", i, read, n)
+			}
+		}
+		f.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sets) != 0 {
+		t.Errorf("40 requests one after another changed the processors: %v", sets)
 	}
 }

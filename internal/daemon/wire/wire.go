@@ -466,9 +466,6 @@ type DaemonStatus struct {
 	Revision    uint64 `cbor:"revision"`
 	Connections int    `cbor:"connections"`
 	InFlight    int    `cbor:"inFlight"` // running invocations
-	// Processors is how many processors its goroutines run on now (one
-	// while requests come alone: internal/daemon/procs.go).
-	Processors int `cbor:"processors"`
 	// Draining: the daemon takes no new work (it was upgraded on disk, or
 	// told to stop) and exits once what it runs has ended.
 	Draining bool  `cbor:"draining,omitempty"`
