@@ -380,8 +380,7 @@ func (s *Server) admit(c *wire.Conn, w *waiter, req *wire.Msg) bool {
 	if req.Status != nil || req.Stop != nil {
 		n, limit, pool = &s.managing, int64(s.maxManage), "management requests"
 	}
-	serving := n.Add(1)
-	if serving > limit {
+	if n.Add(1) > limit {
 		n.Add(-1)
 		s.warnf("refused a request: serving as many as it may", "pool", pool, "limit", limit)
 		c.Send(&wire.Msg{Error: wire.Errorf(wire.CodeBusy, "%sd serves %d %s at once, its limit; retry when fewer run", s.Name, limit, pool)})

@@ -15,7 +15,7 @@ import (
 // command and waits, the daemon resolves, records and reads the result,
 // and the two hand each other the call over the socket. On several
 // processors each hand-over woke an idle one on another core, where the
-// client and its command run, which cost a call through rukhd about 2 %
+// client and its command run, which cost a call through rukhd about 3 %
 // and the daemon a fifth of its CPU (docs/benchmarks.md, "Fifteenth
 // pass"). On one, the goroutines of a call hand each other the work on
 // one thread. Requests that overlap (an HTTP adapter's callers, many
