@@ -362,7 +362,7 @@ func (s *Server) serveManage(ctx context.Context, c *wire.Conn, uc *net.UnixConn
 	req, files, err := c.Receive()
 	uc.SetReadDeadline(time.Time{})
 	closeAll(files)
-	if err == nil && (req.Status != nil || req.Stop != nil) && s.admit(c, w, req) {
+	if err == nil && management(req) && s.admit(c, w, req) {
 		defer s.release(req)
 		s.serveRequest(ctx, c, req, nil, pr)
 	}
@@ -377,7 +377,7 @@ func (s *Server) admit(c *wire.Conn, w *waiter, req *wire.Msg) bool {
 		return false // evicted: its connection is closed
 	}
 	n, limit, pool := &s.working, int64(s.maxConns), "connections"
-	if req.Status != nil || req.Stop != nil {
+	if management(req) {
 		n, limit, pool = &s.managing, int64(s.maxManage), "management requests"
 	}
 	if n.Add(1) > limit {
@@ -396,9 +396,13 @@ func (s *Server) admit(c *wire.Conn, w *waiter, req *wire.Msg) bool {
 	return true
 }
 
+// management reports whether req is a management request (Status,
+// Stop), served in a reserve of its own and not counted as work.
+func management(req *wire.Msg) bool { return req.Status != nil || req.Stop != nil }
+
 // release frees the slot admit took for req.
 func (s *Server) release(req *wire.Msg) {
-	if req.Status != nil || req.Stop != nil {
+	if management(req) {
 		s.managing.Add(-1)
 	} else {
 		s.working.Add(-1)
@@ -672,7 +676,7 @@ func (cl *call) why() string {
 func (s *Server) serveRequest(ctx context.Context, c *wire.Conn, req *wire.Msg, files []*os.File, pr *peer) {
 	// A request admitted to the connection pool is busy until its answer
 	// is about to be sent (admit, processors).
-	busy := req.Status == nil && req.Stop == nil
+	busy := !management(req)
 	done := func() {
 		if busy {
 			busy = false
