@@ -30,7 +30,9 @@ func TestDependencies(t *testing.T) {
 		{"../cmd/rukh", nil, append([]string{"cmd/rukh"}, thin...)},
 		{"../internal/daemon/wire", nil, []string{"internal/daemon/wire"}},
 		{"../internal/mcp/seam", nil, []string{"internal/daemon/wire", "internal/mcp/seam"}},
-		{"../cmd/rukh", []string{r + "internal/daemon$", "github.com/coreos/go-systemd"}, nil},
+		// Nor the CBOR library: the thin client codes a command line's
+		// frames by hand (internal/daemon/wire/codec.go).
+		{"../cmd/rukh", []string{r + "internal/daemon$", "github.com/coreos/go-systemd", "github.com/fxamacker/cbor", r + "internal/daemon/wire/wirecbor"}, nil},
 		{"../internal/cli", []string{r + "internal/daemon$", r + "app"}, nil},
 		// The daemon is a library handed the command-line runner (app):
 		// it links no presentation (ADR 0012).
@@ -68,8 +70,9 @@ var updateDeps = flag.Bool("update", false, "rewrite cmd/rukh/depaware.txt, cmd/
 
 // TestThinClientDeps: the thin `rukh` links exactly the packages listed in
 // cmd/rukh/depaware.txt — leaf packages of this module and what they
-// need, nothing of the core (no bbolt, MCP SDK, cobra or net/http, and
-// not even package net: wire dials with socket(2) itself), so it starts
+// need, nothing of the core (no bbolt, MCP SDK, cobra or net/http, not
+// the CBOR library, and not even package net: wire dials with socket(2)
+// itself), so it starts
 // about as fast as a program that does nothing. A change that
 // makes it link more fails here; if that is meant, `go test ./tests -run
 // 'TestThinClientDeps|TestCoreDeps|TestOneShotDeps' -update` rewrites the list for the
@@ -98,7 +101,7 @@ func TestOneShotDeps(t *testing.T) {
 	got := tagDeps(t, "rukhd", "rukh_oneshot", "net/http", "encoding/gob", "crypto/tls")
 	for _, dep := range got {
 		for _, f := range []string{"github.com/modelcontextprotocol/", "oras.land/", "github.com/opencontainers/", "golang.org/x/oauth2", "github.com/rukh-cli/rukh/internal/daemon", "github.com/rukh-cli/rukh/internal/mcp", "github.com/rukh-cli/rukh/internal/release/source"} {
-			if strings.HasPrefix(dep, f) && dep != "github.com/rukh-cli/rukh/internal/daemon/wire" && dep != "github.com/rukh-cli/rukh/internal/daemon/client" && dep != "github.com/rukh-cli/rukh/internal/mcp/seam" {
+			if strings.HasPrefix(dep, f) && dep != "github.com/rukh-cli/rukh/internal/daemon/wire" && dep != "github.com/rukh-cli/rukh/internal/daemon/wire/wirecbor" && dep != "github.com/rukh-cli/rukh/internal/daemon/client" && dep != "github.com/rukh-cli/rukh/internal/mcp/seam" {
 				t.Errorf("the one-shot core links %s", dep)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/local"
 	"github.com/rukh-cli/rukh/internal/core/store"
 	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	_ "github.com/rukh-cli/rukh/internal/daemon/wire/wirecbor" // the members a command line's frames do not use
 	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/mcp/seam"
 	"github.com/rukh-cli/rukh/internal/paths"

@@ -13,6 +13,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/core/local"
 	"github.com/rukh-cli/rukh/internal/core/store"
 	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	_ "github.com/rukh-cli/rukh/internal/daemon/wire/wirecbor" // the members a command line's frames do not use
 	"github.com/rukh-cli/rukh/internal/mcp/seam"
 	"github.com/rukh-cli/rukh/thin"
 )

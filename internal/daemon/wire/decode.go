@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
-
-	"github.com/fxamacker/cbor/v2"
 )
 
 // The hand decoders of a frame (Msg's, Tool's) read CBOR with these, by
@@ -80,7 +78,7 @@ func itemHead(data []byte, want byte, goType string) (uint64, []byte, error) {
 	case major == 6:
 		return 0, nil, errors.New("cbor: CBOR tag isn't allowed")
 	case major != want:
-		return 0, nil, &cbor.UnmarshalTypeError{CBORType: fmt.Sprintf("major type %d", major), GoType: goType}
+		return 0, nil, &typeError{fmt.Sprintf("major type %d", major), goType}
 	case info == 31:
 		return 0, nil, errors.New("cbor: indefinite-length item isn't allowed")
 	case info < 24:

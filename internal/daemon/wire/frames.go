@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/fxamacker/cbor/v2"
 )
 
 // The members of a command line's frames (Hello, Error, Exec, Spawn,
@@ -289,7 +287,7 @@ func intValue(data []byte) (int, []byte, error) {
 	}
 	major := data[0] >> 5
 	if major != 0 && major != 1 {
-		return 0, nil, &cbor.UnmarshalTypeError{CBORType: fmt.Sprintf("major type %d", major), GoType: "int"}
+		return 0, nil, &typeError{fmt.Sprintf("major type %d", major), "int"}
 	}
 	n, rest, err := itemHead(data, major, "int")
 	if err != nil {
@@ -334,7 +332,7 @@ func simpleValue(data []byte, goType string) (n uint64, rest []byte, ok bool, er
 		}
 		return uint64(data[1]), data[2:], true, nil
 	}
-	return 0, nil, true, &cbor.UnmarshalTypeError{CBORType: "primitives", GoType: goType}
+	return 0, nil, true, &typeError{"primitives", goType}
 }
 
 // boolValue decodes a boolean member (false for null or undefined).
@@ -345,7 +343,7 @@ func boolValue(data []byte) (bool, []byte, error) {
 	case 0xf6, 0xf7:
 		return false, data[1:], nil
 	}
-	return false, nil, &cbor.UnmarshalTypeError{CBORType: "not a boolean", GoType: "bool"}
+	return false, nil, &typeError{"not a boolean", "bool"}
 }
 
 // textsValue decodes an array of text strings (nil for null or

@@ -2,8 +2,6 @@ package wire
 
 import (
 	"io"
-
-	"github.com/fxamacker/cbor/v2"
 )
 
 // A Tool is decoded by hand (UnmarshalCBOR). A listing is 63 pages of 32
@@ -96,7 +94,7 @@ func annotationsValue(data []byte) (*Annotations, []byte, error) {
 			*members[i] = &b
 		case 0xf6, 0xf7:
 		default:
-			return nil, &cbor.UnmarshalTypeError{CBORType: "not a boolean", GoType: "bool"}
+			return nil, &typeError{"not a boolean", "bool"}
 		}
 		return rest[1:], nil
 	})

@@ -9,7 +9,9 @@
 // CBOR-encoded Msg. Frames are at most MaxFrame bytes. Decoding is strict:
 // duplicate map keys, unknown fields, indefinite lengths, tags and invalid
 // UTF-8 are errors, and nesting, arrays and maps are bounded. Exactly one
-// member of a Msg other than ID is set.
+// member of a Msg other than ID is set. A command line's members are
+// coded by hand; the others by the CBOR library, which package wirecbor
+// links (codec.go).
 //
 // # A connection
 //
@@ -35,8 +37,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/fxamacker/cbor/v2"
 )
 
 // ProtocolVersion is the version of this protocol. A daemon serves only
@@ -490,36 +490,6 @@ type Stop struct{}
 // Stopping acknowledges Stop.
 type Stopping struct{}
 
-// The codec is made on first use, not at init: the thin client links
-// this package, and `rukh version`, which sends no frame, should not pay
-// for it at every start (docs/benchmarks.md, issue 28).
-var (
-	encMode = sync.OnceValue(func() cbor.EncMode {
-		m, err := cbor.EncOptions{Sort: cbor.SortCoreDeterministic}.EncMode()
-		if err != nil {
-			panic(err)
-		}
-		return m
-	})
-	decMode = sync.OnceValue(func() cbor.DecMode {
-		m, err := cbor.DecOptions{
-			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-			IndefLength:       cbor.IndefLengthForbidden,
-			TagsMd:            cbor.TagsForbidden,
-			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-			UTF8:              cbor.UTF8RejectInvalid,
-			MaxNestedLevels:   MaxDepth,
-			MaxArrayElements:  MaxElements,
-			MaxMapPairs:       MaxElements,
-			FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
-		}.DecMode()
-		if err != nil {
-			panic(err)
-		}
-		return m
-	})
-)
-
 // A Msg is encoded and decoded member by member (MarshalCBOR,
 // UnmarshalCBOR): the codec then learns only the types a process sends
 // and receives, not all of Msg's members and theirs at the first frame.
@@ -576,34 +546,26 @@ func appendMsg(buf []byte, m *Msg) ([]byte, error) {
 	} else {
 		buf = append(buf, 0xb8, byte(n))
 	}
-	w := &appender{buf}
-	var enc *cbor.Encoder // made for the first member without an encoder of its own
+	b := buf
 	for _, f := range inOrder {
 		fv := v.Field(f.index)
 		if fv.IsZero() {
 			continue
 		}
-		w.b = append(w.b, f.key...)
+		b = append(b, f.key...)
 		if e, ok := fv.Interface().(memberEncoder); ok {
-			w.b = e.appendCBOR(w.b)
+			b = e.appendCBOR(b)
 			continue
 		}
-		if enc == nil {
-			enc = encMode().NewEncoder(w)
+		c, err := memberCodec(fv.Interface())
+		if err != nil {
+			return buf, err
 		}
-		if err := enc.Encode(fv.Interface()); err != nil {
+		if b, err = c.AppendMember(b, fv.Interface()); err != nil {
 			return buf, err
 		}
 	}
-	return w.b, nil
-}
-
-// appender is an io.Writer that appends to b.
-type appender struct{ b []byte }
-
-func (a *appender) Write(p []byte) (int, error) {
-	a.b = append(a.b, p...)
-	return len(p), nil
+	return b, nil
 }
 
 // UnmarshalCBOR decodes a map of members into m, each member's key and
@@ -639,7 +601,11 @@ func (m *Msg) UnmarshalCBOR(data []byte) error {
 			f.Set(p)
 			return rest, nil
 		}
-		return memberDecMode().UnmarshalFirst(rest, f.Addr().Interface())
+		c, err := memberCodec(f.Interface())
+		if err != nil {
+			return nil, err
+		}
+		return c.DecodeMember(rest, f.Addr().Interface())
 	})
 	if err != nil {
 		return err
@@ -648,18 +614,6 @@ func (m *Msg) UnmarshalCBOR(data []byte) error {
 }
 
 var memberDecoderType = reflect.TypeFor[memberDecoder]()
-
-// memberDecMode decodes a member of a frame: decMode with one level of
-// nesting fewer, the frame's map being the first.
-var memberDecMode = sync.OnceValue(func() cbor.DecMode {
-	o := decMode().DecOptions()
-	o.MaxNestedLevels--
-	m, err := o.DecMode()
-	if err != nil {
-		panic(err)
-	}
-	return m
-})
 
 // ErrFrame is wrapped by every error about a frame's bytes.
 var ErrFrame = errors.New("bad frame")

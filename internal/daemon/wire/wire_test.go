@@ -1,4 +1,4 @@
-package wire
+package wire_test
 
 import (
 	"bytes"
@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/rukh-cli/rukh/internal/daemon/wire"
+	"github.com/rukh-cli/rukh/internal/daemon/wire/wirecbor"
 )
 
 func frame(body []byte) []byte {
@@ -299,8 +302,8 @@ func TestBudget(t *testing.T) {
 			t.Errorf("a closed connection read a frame")
 		}
 	}
-	if budget.used != 0 {
-		t.Errorf("%d bytes still counted after every read ended", budget.used)
+	if budget.Used() != 0 {
+		t.Errorf("%d bytes still counted after every read ended", budget.Used())
 	}
 }
 
@@ -313,7 +316,7 @@ func announceLargest(t *testing.T, budget *Budget, results chan<- error) *Conn {
 	b.Budget = budget
 	var head [5]byte
 	binary.BigEndian.PutUint32(head[:4], MaxFrame)
-	if _, err := a.c.Write(head[:]); err != nil {
+	if _, err := a.Socket().Write(head[:]); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -350,7 +353,7 @@ func TestBudgetReserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.c.Write(frame); err != nil {
+	if _, err := a.Socket().Write(frame); err != nil {
 		t.Fatal(err)
 	}
 	if m, _, err := b.Receive(); err != nil || m.Status == nil {
@@ -362,8 +365,8 @@ func TestBudgetReserve(t *testing.T) {
 	for range 2 {
 		<-results
 	}
-	if budget.used != 0 {
-		t.Errorf("%d bytes still counted after every read ended", budget.used)
+	if budget.Used() != 0 {
+		t.Errorf("%d bytes still counted after every read ended", budget.Used())
 	}
 }
 
@@ -420,7 +423,7 @@ func TestDial(t *testing.T) {
 		t.Fatalf("the daemon received %+v, %d files, %v", m, len(got), err)
 	}
 	got[1].WriteString("to the client's file")
-	closeFiles(got)
+	CloseFiles(got)
 	// Daemon to client: a Spawned with one descriptor.
 	if err := server.Send(&Msg{Spawned: &Spawned{PID: 1}}, out); err != nil {
 		t.Fatal(err)
@@ -430,7 +433,7 @@ func TestDial(t *testing.T) {
 		t.Fatalf("the client received %+v, %d files, %v", m, len(got), err)
 	}
 	got[0].WriteString(", and back")
-	closeFiles(got)
+	CloseFiles(got)
 	if data, _ := os.ReadFile(dir + "/out"); string(data) != "to the client's file, and back" {
 		t.Errorf("the passed descriptors wrote %q", data)
 	}
@@ -491,7 +494,7 @@ func FuzzReceive(f *testing.F) {
 			if err != nil {
 				return
 			}
-			closeFiles(files)
+			CloseFiles(files)
 			if m == nil {
 				t.Fatal("Receive returned no message and no error")
 			}
@@ -559,7 +562,7 @@ func TestMsgCodec(t *testing.T) {
 		if err != nil {
 			t.Fatalf("MarshalCBOR(%+v): %v", m, err)
 		}
-		want, err := encMode().Marshal((*plainMsg)(m))
+		want, err := wirecbor.EncMode().Marshal((*plainMsg)(m))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -599,10 +602,10 @@ func FuzzMsgCodec(f *testing.F) {
 // compares both with the struct codec's decoding.
 func checkMsgDecoding(t *testing.T, body []byte) {
 	var p plainMsg
-	perr := decMode().Unmarshal(body, &p)
+	perr := wirecbor.DecMode().Unmarshal(body, &p)
 	for how, decode := range map[string]func(*Msg) error{
 		"Decode's":    func(m *Msg) error { return m.UnmarshalCBOR(body) },
-		"the codec's": func(m *Msg) error { return decMode().Unmarshal(body, m) },
+		"the codec's": func(m *Msg) error { return wirecbor.DecMode().Unmarshal(body, m) },
 	} {
 		var m Msg
 		err := decode(&m)
@@ -618,7 +621,7 @@ func checkMsgDecoding(t *testing.T, body []byte) {
 	}
 	// And what decodes encodes back as the codec would encode it.
 	got, err := (*Msg)(&p).MarshalCBOR()
-	want, werr := encMode().Marshal(&p)
+	want, werr := wirecbor.EncMode().Marshal(&p)
 	if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
 		t.Fatalf("%x: %+v encodes as %x (%v); the struct codec gives %x (%v)", body, p, got, err, want, werr)
 	}
@@ -638,7 +641,7 @@ func TestToolCodec(t *testing.T) {
 		{Name: "n", Annotations: &Annotations{}},
 		{Name: "n", Annotations: &Annotations{ReadOnly: &yes, Destructive: &no, Idempotent: &yes, OpenWorld: &no}},
 	} {
-		body, err := encMode().Marshal((*plainTool)(tool))
+		body, err := wirecbor.EncMode().Marshal((*plainTool)(tool))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,7 +684,7 @@ func FuzzToolCodec(f *testing.F) {
 		{Name: "a", Title: "b", Description: "c", InputSchema: []byte("{}"), OutputSchema: []byte("{}")},
 		{Annotations: &Annotations{ReadOnly: &yes}},
 	} {
-		body, _ := encMode().Marshal(tool)
+		body, _ := wirecbor.EncMode().Marshal(tool)
 		f.Add(body)
 	}
 	f.Add([]byte{0xf6})
@@ -691,7 +694,7 @@ func FuzzToolCodec(f *testing.F) {
 
 func checkToolDecoding(t *testing.T, body []byte) {
 	var p plainTool
-	perr := decMode().Unmarshal(body, &p)
+	perr := wirecbor.DecMode().Unmarshal(body, &p)
 	var got Tool
 	err := got.UnmarshalCBOR(body)
 	if (err == nil) != (perr == nil) {
@@ -699,5 +702,57 @@ func checkToolDecoding(t *testing.T, body []byte) {
 	}
 	if err == nil && !reflect.DeepEqual(got, Tool(p)) {
 		t.Fatalf("%x: Tool's decoder gives %+v, the struct codec %+v", body, got, p)
+	}
+}
+
+// A program without the codec (the thin client: cmd/rukh links neither
+// package wirecbor nor the CBOR library, tests/deps_test.go) still sends
+// and reads every frame of a command line, byte for byte as with it; a
+// frame with any other member it refuses to send, and reads as a bad
+// frame.
+func TestWithoutCodec(t *testing.T) {
+	commandLine := []*Msg{
+		{Hello: &Hello{Protocol: ProtocolVersion, Build: "b", Name: "rukh", PID: 7}},
+		{Error: &Error{Code: CodeBuildMismatch, Message: "m"}},
+		{Exec: &Exec{Args: []string{"hello", "world"}, Dir: "/w", Env: []string{"A=b"}}},
+		{Started: &Started{InvocationID: "0123456789abcdef"}},
+		{Spawn: &Spawn{Path: "/p", Args: []string{"/p"}, Env: []string{}, Dir: "/", Supervised: true, Files: 4, Ticket: 9}},
+		{Spawned: &Spawned{Ticket: 9, PID: 42, Foreground: true}},
+		{Exited: &Exited{Status: 130}},
+		{Cancel: &Cancel{Reason: "interrupted"}},
+		{Exit: &Exit{Status: 3}},
+	}
+	var with [][]byte
+	for _, m := range commandLine {
+		buf, err := Encode(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with = append(with, buf)
+	}
+	status, err := Encode(nil, &Msg{Status: &Status{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	WithoutCodec(func() {
+		for i, m := range commandLine {
+			buf, err := Encode(nil, m)
+			if err != nil || !bytes.Equal(buf, with[i]) {
+				t.Errorf("%+v without the codec: %x, %v; with it %x", m, buf, err, with[i])
+			}
+			if got, err := Read(bytes.NewReader(buf)); err != nil || !reflect.DeepEqual(got, m) {
+				t.Errorf("%x without the codec reads as %+v, %v; want %+v", buf, got, err, m)
+			}
+		}
+		if buf, err := Encode(nil, &Msg{Status: &Status{}}); !errors.Is(err, ErrNoCodec) || buf != nil {
+			t.Errorf("a status frame without the codec: %x, %v; want nothing and ErrNoCodec", buf, err)
+		}
+		_, err := Read(bytes.NewReader(status))
+		if !errors.Is(err, ErrFrame) || !strings.Contains(err.Error(), "no codec for a *wire.Status") {
+			t.Errorf("reading a status frame without the codec: %v; want a bad frame naming the member", err)
+		}
+	})
+	if _, err := Read(bytes.NewReader(status)); err != nil {
+		t.Errorf("with the codec back: %v", err)
 	}
 }
