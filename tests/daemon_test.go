@@ -132,6 +132,7 @@ func TestDaemon(t *testing.T) {
 		{"SymlinkedHome", testDaemonSymlinkedHome},
 		{"JournalGap", testDaemonJournalGap},
 		{"Processors", testDaemonProcessors},
+		{"TimerSlack", testDaemonTimerSlack},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1413,6 +1414,60 @@ func testDaemonJournalGap(t *testing.T, b *dtBins) {
 	kept, err := os.ReadFile(journal + ".aside")
 	if err != nil || !bytes.Equal(kept, raw) {
 		t.Errorf("the copy kept aside is not the damaged journal (%v)", err)
+	}
+}
+
+// testDaemonTimerSlack: a host of calls runs with a timer slack of 1 ms
+// and starts its commands with Linux's default, 50 µs
+// (internal/run/spawn/slack.go): the one-shot host, which the thin client
+// execs, and rukhd, which `rukh daemon start` starts. A command a call
+// through rukhd runs is the thin client's child, with the caller's slack.
+func testDaemonTimerSlack(t *testing.T, b *dtBins) {
+	h := dtNewHome(t, b)
+	own := strings.TrimSpace(string(mustRead(t, "/proc/self/timerslack_ns")))
+	slackOf := func(pid int) string {
+		t.Helper()
+		return strings.TrimSpace(string(mustRead(t, fmt.Sprintf("/proc/%d/timerslack_ns", pid))))
+	}
+	slow := func() (client *exec.Cmd, command int) {
+		t.Helper()
+		os.Remove(filepath.Join(h.dir, "slow.pid"))
+		client = exec.Command(h.rukh, "slow")
+		client.Env = h.env
+		client.Stdout, client.Stderr = io.Discard, io.Discard
+		if err := client.Start(); err != nil {
+			t.Fatal(err)
+		}
+		command, _ = h.slowStarted()
+		t.Cleanup(func() {
+			syscall.Kill(-command, syscall.SIGKILL)
+			client.Process.Kill()
+			client.Wait()
+		})
+		return client, command
+	}
+
+	host, command := slow() // no daemon: the client became the one-shot host
+	if got := slackOf(host.Process.Pid); got != "1000000" {
+		t.Errorf("the one-shot host runs with a timer slack of %s ns, want 1000000", got)
+	}
+	if got := slackOf(command); got != "50000" {
+		t.Errorf("the one-shot host's command runs with a timer slack of %s ns, want 50000", got)
+	}
+	syscall.Kill(-command, syscall.SIGKILL)
+	host.Wait()
+
+	h.must("daemon", "start")
+	t.Cleanup(func() { h.run("daemon", "stop") })
+	if got := slackOf(h.status().PID); got != "1000000" {
+		t.Errorf("rukhd started by `rukh daemon start` runs with a timer slack of %s ns, want 1000000", got)
+	}
+	client, command := slow()
+	if got := slackOf(command); got != own {
+		t.Errorf("a command through rukhd runs with a timer slack of %s ns, want its caller's, %s", got, own)
+	}
+	if got := slackOf(client.Process.Pid); got != own {
+		t.Errorf("the thin client runs with a timer slack of %s ns, want its caller's, %s", got, own)
 	}
 }
 

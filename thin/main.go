@@ -268,10 +268,11 @@ func ExecWholeCore(name string, args []string) int {
 }
 
 // execAs replaces this process with core running args, keeping its pid,
-// descriptors, terminal and environment; it returns only when that
-// fails, with the exit status after saying why.
+// descriptors, terminal and environment, as a host
+// (spawn.WithHostTimerSlack); it returns only when that fails, with the
+// exit status after saying why.
 func execAs(name, core string, args []string) int {
-	err := syscall.Exec(core, append([]string{core}, args...), os.Environ())
+	err := spawn.WithHostTimerSlack(func() error { return syscall.Exec(core, append([]string{core}, args...), os.Environ()) })
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 	return exitcode.Unavailable
 }

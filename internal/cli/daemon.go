@@ -17,6 +17,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/daemon/wire"
 	"github.com/rukh-cli/rukh/internal/exitcode"
 	"github.com/rukh-cli/rukh/internal/paths"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/spf13/cobra"
 )
@@ -201,7 +202,7 @@ func daemonStart(ctx context.Context, f *Factory) error {
 	c := &exec.Cmd{Path: bin, Args: []string{bin}, Env: f.Env, Dir: "/",
 		Stdin: devnull, Stdout: logf, Stderr: logf,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}} // outlives this terminal
-	if err := c.Start(); err != nil {
+	if err := spawn.WithHostTimerSlack(c.Start); err != nil {
 		return &ExitError{Status: exitcode.Unavailable, Err: fmt.Errorf("start %s: %w", bin, err)}
 	}
 	exited := make(chan error, 1)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 )
 
 // unit is a parsed unit file: section → key → values (a key may repeat),
@@ -90,6 +92,8 @@ func TestUnitsContract(t *testing.T) {
 	// always would restart an idle exit at once, defeating --idle-timeout.
 	want(svc, "rukhd.service", "[Service]", "Restart", "on-failure")
 	want(svc, "rukhd.service", "[Service]", "KillMode", "mixed")
+	// The host's timer slack, spawn.HostTimerSlack, as `daemon start` gives it.
+	want(svc, "rukhd.service", "[Service]", "TimerSlackNSec", spawn.HostTimerSlack.String())
 	if len(svc.get("[Service]", "TimeoutStopSec")) != 1 {
 		t.Errorf("rukhd.service: TimeoutStopSec= must bound the time rukhd has to finalize")
 	}

@@ -124,11 +124,14 @@ func Start(ex *exec.Cmd, job Job) (*Proc, error) {
 
 // StartTracked starts ex as a child this process knows it started, so
 // that KillOrphans in a host of many calls never takes it for a stray;
-// Untrack forgets it once it was waited for. Start does both.
+// Untrack forgets it once it was waited for. Start does both. From a
+// host, ex starts with the default timer slack (forkAsCommand).
 func StartTracked(ex *exec.Cmd) error {
 	starting.RLock()
 	defer starting.RUnlock()
-	if err := ex.Start(); err != nil {
+	var err error
+	forkAsCommand(func() { err = ex.Start() })
+	if err != nil {
 		return err
 	}
 	live.Store(ex.Process.Pid, true)
@@ -179,7 +182,8 @@ func streamFiles(ex *exec.Cmd) ([]*os.File, bool) {
 // host that starts one command, the thin client and the one-shot core
 // (docs/benchmarks.md, "Twelfth pass"). The environment is os/exec's
 // (Cmd.Environ: the last value of a name wins), and a nil stream is the
-// null device, as there.
+// null device, as there. From a host, it starts with the default timer
+// slack (forkAsCommand).
 func startFiles(ex *exec.Cmd, files []*os.File) (pid int, handle *os.File, err error) {
 	fds := make([]uintptr, len(files))
 	for i, f := range files {
@@ -206,7 +210,8 @@ func startFiles(ex *exec.Cmd, files []*os.File) (pid int, handle *os.File, err e
 	sys.PidFD = &pidfd
 	starting.RLock()
 	defer starting.RUnlock()
-	pid, err = syscall.ForkExec(ex.Path, args, &syscall.ProcAttr{Dir: ex.Dir, Env: ex.Environ(), Files: fds, Sys: &sys})
+	attr := &syscall.ProcAttr{Dir: ex.Dir, Env: ex.Environ(), Files: fds, Sys: &sys}
+	forkAsCommand(func() { pid, err = syscall.ForkExec(ex.Path, args, attr) })
 	if err != nil {
 		return 0, nil, &os.PathError{Op: "fork/exec", Path: ex.Path, Err: err}
 	}
