@@ -14,6 +14,7 @@ import (
 
 	"github.com/rukh-cli/rukh/internal/release/extproto"
 	"github.com/rukh-cli/rukh/internal/run/sandbox"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"github.com/rukh-cli/rukh/internal/testhome"
 )
 
@@ -99,6 +100,15 @@ func BenchmarkCLI(b *testing.B) {
 	fsig := completes(floor, append([]string{"-signals"}, fcallArgs...)...)
 	b.Run("floor/go-host+records+helper+signals", loop(fsig))
 	b.Run("F-call+signals÷F-call", func(b *testing.B) { testhome.PairRatio(b, fsig, fcall) })
+	// F-call+slack: F-call run as Rukh runs its hosts, with a timer slack
+	// of 1 ms and its command with the default (spawn.HostTimerSlack,
+	// docs/adr/0021-host-timer-slack.md). Not a row of issue 28's table:
+	// how much of a row's gain from that slack any Go host would have.
+	fslack := func(b *testing.B) {
+		spawn.WithHostTimerSlack(func() error { fcall(b); return nil })
+	}
+	b.Run("floor/go-host+records+helper+slack", loop(fslack))
+	b.Run("F-call+slack÷F-call", func(b *testing.B) { testhome.PairRatio(b, fslack, fcall) })
 	// F-daemon: what a daemon-hosted call costs at least
 	// (tests/testdata/floord): the same as F-call, split as rukh and
 	// rukhd split it — a client process that starts the command, a
@@ -209,6 +219,7 @@ func BenchmarkCLI(b *testing.B) {
 	b.Run("rukh÷F-call", func(b *testing.B) { testhome.PairRatio(b, hello1, fcall) })
 	b.Run("rukh÷F-launch", func(b *testing.B) { testhome.PairRatio(b, hello1, flaunch) })
 	b.Run("rukh÷F-call+signals", func(b *testing.B) { testhome.PairRatio(b, hello1, fsig) })
+	b.Run("rukh÷F-call+slack", func(b *testing.B) { testhome.PairRatio(b, hello1, fslack) })
 	b.Run("rukh-daemon/commands=2001÷1", func(b *testing.B) {
 		for _, env := range envs {
 			rukhCmd(b, env, rukh, "daemon", "start")
@@ -228,6 +239,12 @@ func BenchmarkCLI(b *testing.B) {
 		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
 		hello1(b) // warm
 		testhome.PairRatio(b, hello1, fsig)
+	})
+	b.Run("rukh-daemon÷F-call+slack", func(b *testing.B) {
+		rukhCmd(b, envs[1], rukh, "daemon", "start")
+		b.Cleanup(func() { rukhCmd(b, envs[1], rukh, "daemon", "stop") })
+		hello1(b) // warm
+		testhome.PairRatio(b, hello1, fslack)
 	})
 	b.Run("rukh-daemon÷F-daemon", func(b *testing.B) {
 		rukhCmd(b, envs[1], rukh, "daemon", "start")

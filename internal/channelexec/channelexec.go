@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 )
 
 // Run starts argv[0] as argv with env and the channel on fd 3, writes
@@ -27,7 +29,7 @@ func Run(argv, env []string, frame []byte) (string, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.ExtraFiles = []*os.File{child}
 	cmd.Env = env
-	err = cmd.Start()
+	err = spawn.StartTracked(cmd) // from a host, with the default timer slack
 	child.Close()
 	if err != nil {
 		return "", err
