@@ -22,6 +22,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/fds"
 	"github.com/rukh-cli/rukh/internal/paths"
 	"github.com/rukh-cli/rukh/internal/run/envpolicy"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"github.com/rukh-cli/rukh/thin"
 )
 
@@ -151,6 +152,7 @@ func (c Config) Paths(getenv func(string) string) (paths.Paths, error) {
 //	func main() { os.Exit(app.Main(cfg, os.Args[1:])) }
 func Main(cfg Config, args []string) int {
 	fds.MarkInherited()
+	spawn.MarkHost() // whatever it runs here, it is a host of calls
 	switch {
 	case len(args) > 0 && args[0] == thin.CoreFlag:
 		return oneShot(cfg, args[1:])
@@ -179,6 +181,7 @@ func Single(cfg Config, args []string) int {
 	if status, ok := thin.Forward(cfg.Name, args); ok {
 		return status
 	}
+	spawn.MarkHost()
 	return oneShot(cfg, args)
 }
 

@@ -105,7 +105,15 @@ func BenchmarkCLI(b *testing.B) {
 	// docs/adr/0021-host-timer-slack.md). Not a row of issue 28's table:
 	// how much of a row's gain from that slack any Go host would have.
 	fslack := func(b *testing.B) {
-		spawn.WithHostTimerSlack(func() error { fcall(b); return nil })
+		cmd := exec.Command(floor, append([]string{"-host"}, fcallArgs...)...)
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := spawn.WithHostTimerSlack(cmd.Start); err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), `"complete"`) {
+			b.Fatalf("floor -host: %v: %q", err, out.String())
+		}
 	}
 	b.Run("floor/go-host+records+helper+slack", loop(fslack))
 	b.Run("F-call+slack÷F-call", func(b *testing.B) { testhome.PairRatio(b, fslack, fcall) })

@@ -24,6 +24,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rukh-cli/rukh/internal/core/invoke"
 	"github.com/rukh-cli/rukh/internal/daemon/wire"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/thin"
 )
@@ -201,8 +202,8 @@ func dtNeed(t *testing.T, format string, args ...any) {
 
 // dtHome is one test's RUKH_HOME with the test release installed: `ppid`
 // reports its parent's pid as its text result and appends it to
-// ppid.runs; `slow` appends to slow.runs, writes "PID INVOCATION-ID" to
-// slow.pid and sleeps.
+// ppid.runs; `slow` appends to slow.runs, writes "PID INVOCATION-ID
+// TIMER-SLACK" to slow.pid and sleeps.
 type dtHome struct {
 	t    *testing.T
 	b    *dtBins
@@ -220,7 +221,7 @@ func dtNewHome(t *testing.T, b *dtBins) *dtHome {
 	rel := filepath.Join(dir, "src")
 	testhome.WriteFiles(t, rel, map[string]string{
 		"bin/ppid": "#!/bin/sh\necho $PPID >> " + dir + "/ppid.runs\n" + report + `"$PPID" >&3` + "\n",
-		"bin/slow": "#!/bin/sh\necho run >> " + dir + "/slow.runs\necho $$ $RUKH_INVOCATION_ID > " + dir + "/slow.tmp\nmv " + dir + "/slow.tmp " + dir + "/slow.pid\nsleep 120\n" + report + "done >&3\n",
+		"bin/slow": "#!/bin/sh\necho run >> " + dir + "/slow.runs\necho $$ $RUKH_INVOCATION_ID $(cat /proc/self/timerslack_ns) > " + dir + "/slow.tmp\nmv " + dir + "/slow.tmp " + dir + "/slow.pid\nsleep 120\n" + report + "done >&3\n",
 		"rukh-extension.json": `{"schema":"rukh.extension/2","package":"test.daemon","version":"1.0.0","publisher":"test","commands":[
 			{"id":"ppid","path":["ppid"],"summary":"Ppid","execute":{"mapping":"managed","program":"bin/ppid","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}},
 			{"id":"slow","path":["slow"],"summary":"Slow","execute":{"mapping":"managed","program":"bin/slow","result":{"kind":"text"}},"machine":{"eligible":true,"requiredFeatures":["command-result/1"]},"effects":{"class":"none"}}]}`,
@@ -378,12 +379,13 @@ func (h *dtHome) invocations() []dtRecord {
 }
 
 type dtDoctor struct {
-	Host       string `json:"host"`
-	HostReason string `json:"hostReason"`
-	Processors int    `json:"processors"`
-	Socket     string `json:"socket"`
-	StoreOK    bool   `json:"storeOk"`
-	Pending    int    `json:"pendingOutcomes"`
+	Host         string `json:"host"`
+	HostReason   string `json:"hostReason"`
+	Processors   int    `json:"processors"`
+	TimerSlackNs int64  `json:"timerSlackNs"`
+	Socket       string `json:"socket"`
+	StoreOK      bool   `json:"storeOk"`
+	Pending      int    `json:"pendingOutcomes"`
 }
 
 func (h *dtHome) doctor() dtDoctor {
@@ -1419,55 +1421,59 @@ func testDaemonJournalGap(t *testing.T, b *dtBins) {
 
 // testDaemonTimerSlack: a host of calls runs with a timer slack of 1 ms
 // and starts its commands with Linux's default, 50 µs
-// (internal/run/spawn/slack.go): the one-shot host, which the thin client
-// execs, and rukhd, which `rukh daemon start` starts. A command a call
-// through rukhd runs is the thin client's child, with the caller's slack.
+// (internal/run/spawn/slack.go): the core the thin client execs when no
+// daemon runs, and rukhd, which the core's `daemon start` starts (here
+// run directly, with this test's slack, as RUKH_DAEMON=auto runs it). A
+// command of a call through rukhd is the thin client's child and has the
+// caller's slack. `doctor` reports the slack of the host it runs in;
+// each command reports its own (another process's slack is readable
+// only with CAP_SYS_NICE).
 func testDaemonTimerSlack(t *testing.T, b *dtBins) {
 	h := dtNewHome(t, b)
-	own := strings.TrimSpace(string(mustRead(t, "/proc/self/timerslack_ns")))
-	slackOf := func(pid int) string {
-		t.Helper()
-		return strings.TrimSpace(string(mustRead(t, fmt.Sprintf("/proc/%d/timerslack_ns", pid))))
-	}
-	slow := func() (client *exec.Cmd, command int) {
+	runtime.LockOSThread() // the slack of this thread, from which the clients are forked
+	own := spawn.ThreadTimerSlack().Nanoseconds()
+	runtime.UnlockOSThread()
+	host, command := spawn.HostTimerSlack.Nanoseconds(), spawn.DefaultTimerSlack.Nanoseconds()
+	// slowSlack runs `rukh slow` until its command has said its slack,
+	// then ends it.
+	slowSlack := func() int64 {
 		t.Helper()
 		os.Remove(filepath.Join(h.dir, "slow.pid"))
-		client = exec.Command(h.rukh, "slow")
+		client := exec.Command(h.rukh, "slow")
 		client.Env = h.env
 		client.Stdout, client.Stderr = io.Discard, io.Discard
 		if err := client.Start(); err != nil {
 			t.Fatal(err)
 		}
-		command, _ = h.slowStarted()
-		t.Cleanup(func() {
-			syscall.Kill(-command, syscall.SIGKILL)
-			client.Process.Kill()
-			client.Wait()
-		})
-		return client, command
+		pid, _ := h.slowStarted()
+		syscall.Kill(-pid, syscall.SIGKILL) // its group: the shell and its sleep
+		client.Wait()
+		var slack int64
+		var id string
+		if _, err := fmt.Sscan(string(mustRead(t, filepath.Join(h.dir, "slow.pid"))), &pid, &id, &slack); err != nil {
+			t.Fatalf("slow.pid: %v", err)
+		}
+		return slack
 	}
 
-	host, command := slow() // no daemon: the client became the one-shot host
-	if got := slackOf(host.Process.Pid); got != "1000000" {
-		t.Errorf("the one-shot host runs with a timer slack of %s ns, want 1000000", got)
+	if got := h.doctor().TimerSlackNs; got != host {
+		t.Errorf("doctor without a daemon, in the core the thin client execs, says a timer slack of %d ns, want %d", got, host)
 	}
-	if got := slackOf(command); got != "50000" {
-		t.Errorf("the one-shot host's command runs with a timer slack of %s ns, want 50000", got)
+	if got := slowSlack(); got != command {
+		t.Errorf("a command without a daemon runs with a timer slack of %d ns, want %d", got, command)
 	}
-	syscall.Kill(-command, syscall.SIGKILL)
-	host.Wait()
 
-	h.must("daemon", "start")
+	start := exec.Command(b.rukhd, thin.CoreFlag, "daemon", "start")
+	start.Env = h.env
+	if out, err := start.CombinedOutput(); err != nil {
+		t.Fatalf("rukhd --cli daemon start: %v: %s", err, out)
+	}
 	t.Cleanup(func() { h.run("daemon", "stop") })
-	if got := slackOf(h.status().PID); got != "1000000" {
-		t.Errorf("rukhd started by `rukh daemon start` runs with a timer slack of %s ns, want 1000000", got)
+	if got := h.doctor().TimerSlackNs; got != host {
+		t.Errorf("doctor in rukhd says a timer slack of %d ns, want %d", got, host)
 	}
-	client, command := slow()
-	if got := slackOf(command); got != own {
-		t.Errorf("a command through rukhd runs with a timer slack of %s ns, want its caller's, %s", got, own)
-	}
-	if got := slackOf(client.Process.Pid); got != own {
-		t.Errorf("the thin client runs with a timer slack of %s ns, want its caller's, %s", got, own)
+	if got := slowSlack(); got != own {
+		t.Errorf("a command through rukhd runs with a timer slack of %d ns, want its caller's, %d", got, own)
 	}
 }
 

@@ -87,7 +87,18 @@ func TestThinClientDeps(t *testing.T) {
 // cmd/rukhd/depaware.txt, and nothing more arrives unseen: a new module
 // (or a package of one) in the core's build is a reviewed change.
 func TestCoreDeps(t *testing.T) {
-	checkDepaware(t, "rukhd", nonStdDeps(t, "rukhd"))
+	got := nonStdDeps(t, "rukhd")
+	mustLinkCodec(t, "rukhd", got)
+	checkDepaware(t, "rukhd", got)
+}
+
+// mustLinkCodec fails unless deps has package wirecbor: a core binary
+// reads frames that only the codec decodes (wire.Codec).
+func mustLinkCodec(t *testing.T, binary string, deps []string) {
+	t.Helper()
+	if !slices.Contains(deps, "github.com/rukh-cli/rukh/internal/daemon/wire/wirecbor") {
+		t.Errorf("%s does not link internal/daemon/wire/wirecbor: it could not read the frames only the codec decodes", binary)
+	}
 }
 
 // TestOneShotDeps: the one-shot core, rukh-oneshot (cmd/rukhd built with
@@ -106,6 +117,7 @@ func TestOneShotDeps(t *testing.T) {
 			}
 		}
 	}
+	mustLinkCodec(t, "the one-shot core", got)
 	checkDepawareFile(t, "rukhd", "depaware-oneshot.txt", "cmd/rukhd built with -tags rukh_oneshot", got)
 }
 

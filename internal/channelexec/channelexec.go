@@ -29,7 +29,7 @@ func Run(argv, env []string, frame []byte) (string, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.ExtraFiles = []*os.File{child}
 	cmd.Env = env
-	err = spawn.StartTracked(cmd) // from a host, with the default timer slack
+	err = spawn.StartTracked(cmd) // from a host (spawn.MarkHost), with the default timer slack
 	child.Close()
 	if err != nil {
 		return "", err
@@ -42,7 +42,9 @@ func Run(argv, env []string, frame []byte) (string, error) {
 		}
 	}
 	line, rerr := bufio.NewReader(parent).ReadString('\n')
-	if err := cmd.Wait(); err != nil {
+	err = cmd.Wait()
+	spawn.Untrack(cmd.Process.Pid)
+	if err != nil {
 		return "", fmt.Errorf("%s: %w", argv[0], err)
 	}
 	if rerr != nil {

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/rukh-cli/rukh/internal/core/invoke"
 	"github.com/rukh-cli/rukh/internal/core/local"
 	"github.com/rukh-cli/rukh/internal/core/store"
 	"github.com/rukh-cli/rukh/internal/daemon/wire"
 	"github.com/rukh-cli/rukh/internal/exitcode"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"github.com/rukh-cli/rukh/thin"
 	"github.com/spf13/cobra"
 )
@@ -23,11 +25,14 @@ type doctorReport struct {
 	HostWhy string `json:"hostReason"` // why that host
 	// Processors is how many processors the daemon runs on now (one
 	// while its requests come alone: docs/daemon.md); 0 in-process.
-	Processors int    `json:"processors,omitempty"`
-	Socket     string `json:"socket"`
-	Store      string `json:"store"`
-	StoreOK    bool   `json:"storeOk"`
-	StoreError string `json:"storeError,omitempty"`
+	Processors int `json:"processors,omitempty"`
+	// TimerSlackNs is the timer slack of the host this ran in, in
+	// nanoseconds (docs/daemon.md, "Timer slack").
+	TimerSlackNs int64  `json:"timerSlackNs"`
+	Socket       string `json:"socket"`
+	Store        string `json:"store"`
+	StoreOK      bool   `json:"storeOk"`
+	StoreError   string `json:"storeError,omitempty"`
 	// StoreWriteError is why the daemon's writes to the store fail, when
 	// they do (a full disk, say).
 	StoreWriteError string `json:"storeWriteError,omitempty"`
@@ -53,7 +58,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 			if newStore {
 				return startNewStore(f, p.Store())
 			}
-			rep := doctorReport{Socket: p.Socket(f.Name), Store: p.Store()}
+			rep := doctorReport{Socket: p.Socket(f.Name), Store: p.Store(), TimerSlackNs: spawn.ThreadTimerSlack().Nanoseconds()}
 			otherBuild := false // a daemon of another build holds the store
 			damaged := false
 			var we *wire.Error
@@ -109,6 +114,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 				if rep.Processors > 0 {
 					fmt.Fprintf(f.IO.Out, "daemon:  on %d processor(s) now (one while its requests come alone)\n", rep.Processors)
 				}
+				fmt.Fprintf(f.IO.Out, "timers:  %s of slack in the host (its commands get %s)\n", time.Duration(rep.TimerSlackNs), spawn.DefaultTimerSlack)
 				if rep.StoreOK {
 					fmt.Fprintf(f.IO.Out, "store:   %s: consistent, revision %d\n", rep.Store, rep.Revision)
 				} else {

@@ -13,8 +13,8 @@ import (
 // only the hand coders: the library's package inits and size cost every
 // process that links it about 55 µs at start, and the thin client is a
 // new process for every command line (docs/benchmarks.md, "Sixteenth
-// pass"). A frame whose member needs the codec, in a binary without it,
-// is refused as a bad frame, both ways.
+// pass"). In a program without the codec, a frame whose member needs it
+// is not sent (ErrNoCodec) and is read as a bad frame (ErrFrame).
 
 // Codec encodes and decodes the members of a Msg that are not coded by
 // hand, with the frame's rules.

@@ -18,3 +18,11 @@ func WithoutCodec(f func()) {
 	defer codec.Store(c)
 	f()
 }
+
+// HandCoded reports whether m, a member of Msg, encodes itself and
+// whether it decodes itself.
+func HandCoded(m any) (encodes, decodes bool) {
+	_, encodes = m.(memberEncoder)
+	_, decodes = m.(memberDecoder)
+	return encodes, decodes
+}

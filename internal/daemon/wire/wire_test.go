@@ -705,6 +705,19 @@ func checkToolDecoding(t *testing.T, body []byte) {
 	}
 }
 
+// Each member of Msg is coded by hand both ways or not at all: a member
+// a program without the codec could send, it can read.
+func TestHandCodedBothWays(t *testing.T) {
+	typ := reflect.TypeFor[Msg]()
+	for i := 1; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		encodes, decodes := HandCoded(reflect.New(f.Type.Elem()).Interface())
+		if encodes != decodes {
+			t.Errorf("Msg.%s: encoded by hand %v, decoded by hand %v", f.Name, encodes, decodes)
+		}
+	}
+}
+
 // A program without the codec (the thin client: cmd/rukh links neither
 // package wirecbor nor the CBOR library, tests/deps_test.go) still sends
 // and reads every frame of a command line, byte for byte as with it; a

@@ -16,6 +16,8 @@ import (
 
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
+
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 )
 
 // Credential helpers (credsStore, credHelpers) speak the docker-credential
@@ -132,7 +134,12 @@ func (c *Client) helperGet(ctx context.Context, helper, from, server string) (au
 	if cmd.Stderr == nil {
 		cmd.Stderr = io.Discard
 	}
-	err = cmd.Run()
+	// Tracked, so that a daemon that kills what its calls left behind
+	// spares it; from a host, with the default timer slack.
+	if err = spawn.StartTracked(cmd); err == nil {
+		err = cmd.Wait()
+		spawn.Untrack(cmd.Process.Pid)
+	}
 	if ctx.Err() != nil {
 		if stalled(ctx) {
 			return auth.EmptyCredential, c.stallError(ctx, fmt.Sprintf("the credential helper %s (%s)", helper, from))

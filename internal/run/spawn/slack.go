@@ -2,24 +2,23 @@ package spawn
 
 import (
 	"runtime"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// A host of calls (rukhd, the one-shot core) runs with a timer slack of
-// HostTimerSlack: the kernel may wake any of its threads from a timed
-// sleep up to that much late. The Go runtime's monitor thread (sysmon)
-// sleeps 20 µs at a time while the process is busy, and with Linux's
-// default slack of 50 µs it woke about 17 times in each call through
-// rukhd, a fifth of the daemon's CPU on two cores. A millisecond late is
-// nothing to the host's own timers, which bound waits of seconds. Its
-// commands are started with the default back (startFiles): an extension
-// runs as it would from the user's shell (docs/adr/0021-host-timer-slack.md).
+// A host of calls (rukhd, and the core process the thin client execs)
+// runs with a timer slack of HostTimerSlack: the kernel may wake any of
+// its threads from a timed sleep up to that much late. The Go runtime's
+// monitor thread (sysmon) sleeps 20 µs at a time while the process is
+// busy, and with Linux's default slack of 50 µs its wakes were a fifth of
+// rukhd's CPU in a call. A millisecond late is nothing to the host's own
+// timers, which bound waits of seconds. The commands a host starts get
+// Linux's default back (docs/adr/0021-host-timer-slack.md).
 const (
 	HostTimerSlack    = time.Millisecond
-	defaultTimerSlack = 50 * time.Microsecond // Linux's, for a thread of a normal process
+	DefaultTimerSlack = 50 * time.Microsecond // Linux's, for a thread of a normal process
 )
 
 // A thread's slack can be set only by that thread (or by a process with
@@ -32,45 +31,55 @@ const (
 // HostTimerSlack, so that the process it starts runs with that slack in
 // every thread. The thread gets its own slack back after.
 func WithHostTimerSlack(start func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	restore := setThreadSlack(HostTimerSlack)
-	defer restore()
-	return start()
+	var err error
+	withThreadSlack(HostTimerSlack, func() { err = start() })
+	return err
 }
 
-// setThreadSlack sets this thread's timer slack to d and returns what
-// sets it back; it does nothing if the kernel does not say what it was.
-// The caller has locked the goroutine to its thread.
-func setThreadSlack(d time.Duration) (restore func()) {
-	was, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	if err != nil || time.Duration(was) == d {
-		return func() {}
+// hostSlack is the process's timer slack when MarkHost marked it a host;
+// 0 otherwise.
+var hostSlack atomic.Int64
+
+// MarkHost records that this process is a host of calls: the commands it
+// starts (Start, StartTracked) get DefaultTimerSlack, whatever its own
+// slack. The core's main calls it first thing, before it starts anything.
+func MarkHost() {
+	if s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
+		hostSlack.Store(int64(s))
 	}
-	if unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0) != nil {
-		return func() {}
-	}
-	return func() { unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(was), 0, 0, 0) }
 }
 
-// isHost reports whether this process runs with HostTimerSlack. Every
-// thread has the process's slack, but while a fork of startFiles or
-// WithHostTimerSlack holds it on its locked thread.
-var isHost = sync.OnceValue(func() bool {
-	slack, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	return err == nil && time.Duration(slack) == HostTimerSlack
-})
+// ThreadTimerSlack is the timer slack of the calling thread: the
+// process's, as every thread has it unless it changed its own. (Another
+// thread's, in /proc, is readable only with CAP_SYS_NICE.)
+func ThreadTimerSlack() time.Duration {
+	s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(s)
+}
 
-// forkAsCommand runs fork, which forks a command, so that the command
-// starts with the default timer slack when this process is a host.
+// forkAsCommand runs fork, which forks a command: from a host whose slack
+// is not the default, on a thread set to the default for the fork.
 func forkAsCommand(fork func()) {
-	if !isHost() {
-		fork()
+	if s := hostSlack.Load(); s == 0 || time.Duration(s) == DefaultTimerSlack {
+		fork() // no thread to lock, and so no template thread to start
 		return
 	}
+	withThreadSlack(DefaultTimerSlack, fork)
+}
+
+// withThreadSlack runs f on a locked thread whose timer slack is d, and
+// gives the thread its slack back before it unlocks it, on return, panic
+// or Goexit alike. If the kernel does not say what it was, f runs with
+// the slack as it is.
+func withThreadSlack(d time.Duration, f func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	restore := setThreadSlack(defaultTimerSlack)
-	defer restore()
-	fork()
+	was, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err == nil && time.Duration(was) != d && unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0) == nil {
+		defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(was), 0, 0, 0)
+	}
+	f()
 }

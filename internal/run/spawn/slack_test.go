@@ -1,112 +1,128 @@
 package spawn
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
-
-	"golang.org/x/sys/unix"
+	"time"
 )
 
-// hostEnv makes the test binary the host of TestHostTimerSlack: it
-// prints the timer slack of each of its threads and of a command it
-// starts, and exits.
+// hostEnv makes the test binary the host of TestHostTimerSlack.
 const hostEnv = "RUKH_SPAWN_TEST_HOST"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(hostEnv) != "" {
-		os.Exit(beHost())
+		if err := beHost(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
-// beHost prints "threads: S S ..." (the slack of every thread of this
-// process) and "command: S" (what `cat /proc/self/timerslack_ns`,
-// started with Start, says of itself).
-func beHost() int {
-	tasks, _ := filepath.Glob("/proc/self/task/*")
+// beHost marks this process a host and prints "threads: S S ..." (the
+// timer slack of threads of this process: eight locked goroutines' own,
+// and, where /proc lets it read them, every thread's, the Go runtime's
+// monitor among them) and "command: S" (what `cat
+// /proc/self/timerslack_ns`, started with Start, says of itself).
+func beHost() error {
+	MarkHost()
+	var mu sync.Mutex
 	var threads []string
-	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/" + filepath.Base(task) + "/timerslack_ns")
-		if err != nil {
-			return 1
-		}
-		threads = append(threads, strings.TrimSpace(string(b)))
+	add := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		threads = append(threads, strconv.FormatInt(d.Nanoseconds(), 10))
 	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			add(ThreadTimerSlack())
+		})
+	}
+	wg.Wait()
+	// Another thread's slack is readable with CAP_SYS_NICE only.
+	tasks, _ := filepath.Glob("/proc/self/task/*")
+	for _, task := range tasks {
+		if b, err := os.ReadFile("/proc/" + filepath.Base(task) + "/timerslack_ns"); err == nil {
+			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err != nil {
+				return err
+			}
+			add(time.Duration(n))
+		}
+	}
+	slack, err := commandSlack()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("threads: %s\ncommand: %s\n", strings.Join(threads, " "), slack)
+	return nil
+}
+
+// commandSlack starts `cat /proc/self/timerslack_ns` with Start and
+// returns what it printed.
+func commandSlack() (string, error) {
 	var out strings.Builder
 	cmd := exec.Command("cat", "/proc/self/timerslack_ns")
 	cmd.Stdout = &out
 	p, err := Start(cmd, Job{Isolation: Group})
-	if err != nil || p.Wait() != 0 {
-		return 1
+	if err != nil {
+		return "", err
 	}
-	os.Stdout.WriteString("threads: " + strings.Join(threads, " ") + "\ncommand: " + out.String())
-	return 0
+	if status := p.Wait(); status != 0 {
+		return "", fmt.Errorf("cat exited %d", status)
+	}
+	return strings.TrimSpace(out.String()), nil
 }
 
 // A host started through WithHostTimerSlack runs with HostTimerSlack in
-// every thread, the Go runtime's monitor among them, and starts its
-// commands with Linux's default back; the thread that started it keeps
-// its own slack. A process that was not started so is no host: its
-// commands get its own slack, whatever it is.
+// its threads, and starts its commands with DefaultTimerSlack; the
+// thread that started it keeps its own slack. A process that is not
+// marked a host (this test) gives its commands its own slack, whatever
+// it is.
 func TestHostTimerSlack(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	own := threadSlack(t)
+	own := ThreadTimerSlack()
 
 	host := exec.Command(os.Args[0], "-test.run=^$")
 	host.Env = append(os.Environ(), hostEnv+"=1")
-	var out strings.Builder
-	host.Stdout, host.Stderr = &out, &out
+	var out, errOut strings.Builder
+	host.Stdout, host.Stderr = &out, &errOut
 	if err := WithHostTimerSlack(host.Run); err != nil {
-		t.Fatalf("the host: %v: %s", err, out.String())
+		t.Fatalf("the host: %v: %s", err, errOut.String())
 	}
-	if got := threadSlack(t); got != own {
-		t.Errorf("the thread that started the host has a slack of %d ns after, %d before", got, own)
+	if got := ThreadTimerSlack(); got != own {
+		t.Errorf("the thread that started the host has a slack of %v after, %v before", got, own)
 	}
-	threads, command, _ := strings.Cut(out.String(), "\n")
-	if !strings.HasPrefix(threads, "threads: ") || len(strings.Fields(threads)) < 3 {
-		t.Fatalf("the host said %q, want a line of its threads' slack (more than one thread)", out.String())
+	threads, command, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+	fields := strings.Fields(threads)
+	if len(fields) < 9 || fields[0] != "threads:" {
+		t.Fatalf("the host said %q, want the slack of its threads", out.String())
 	}
-	for _, s := range strings.Fields(threads)[1:] {
-		if s != "1000000" {
+	for _, s := range fields[1:] {
+		if s != strconv.FormatInt(HostTimerSlack.Nanoseconds(), 10) {
 			t.Errorf("a thread of the host has a slack of %s ns, want %d (HostTimerSlack); all: %s", s, HostTimerSlack.Nanoseconds(), threads)
 		}
 	}
-	if want := "command: 50000\n"; command != want {
-		t.Errorf("the host's command says %q, want %q (Linux's default)", command, want)
+	if want := "command: " + strconv.FormatInt(DefaultTimerSlack.Nanoseconds(), 10); command != want {
+		t.Errorf("the host's command says %q, want %q (DefaultTimerSlack)", command, want)
 	}
 
-	// This test process is no host: a command it starts has its slack.
-	var cat strings.Builder
-	cmd := exec.Command("cat", "/proc/self/timerslack_ns")
-	cmd.Stdout = &cat
-	p, err := Start(cmd, Job{Isolation: Group})
-	if err != nil || p.Wait() != 0 {
-		t.Fatalf("cat: %v", err)
-	}
-	if got := strings.TrimSpace(cat.String()); got != strings.TrimSpace(string(mustRead(t, "/proc/self/timerslack_ns"))) {
-		t.Errorf("a command of a process that is no host has a slack of %s ns, not its host's", got)
-	}
-}
-
-func threadSlack(t *testing.T) int {
-	t.Helper()
-	s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	got, err := commandSlack()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
-}
-
-func mustRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if want := strconv.FormatInt(own.Nanoseconds(), 10); got != want {
+		t.Errorf("a command of a process that is no host has a slack of %s ns, want its own, %s", got, want)
 	}
-	return b
 }

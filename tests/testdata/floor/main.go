@@ -8,10 +8,13 @@
 // PROG PROG`), as a supervised call is; with -signals it catches
 // Ctrl-C, SIGTERM and the hang-up before the command starts, as every
 // host of a CLI call must (the first one stops the command with a
-// grace), in a goroutine of its own from the start (it acts on none).
-// Nothing else: no daemon, no resolve, no validation.
+// grace), in a goroutine of its own from the start (it acts on none);
+// with -host it starts the command as Rukh's hosts do, with the default
+// timer slack whatever its own (spawn.MarkHost: F-call+slack is this
+// floor started with the hosts' slack). Nothing else: no daemon, no
+// resolve, no validation.
 //
-//	floor [-store FILE] [-helper PATH] [-signals] PROG FRAME [ENV]...
+//	floor [-store FILE] [-helper PATH] [-signals] [-host] PROG FRAME [ENV]...
 package main
 
 import (
@@ -24,13 +27,18 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rukh-cli/rukh/internal/channelexec"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 )
 
 func main() {
 	storePath := flag.String("store", "", "commit a begin and an end record durably to this bbolt file")
 	helper := flag.String("helper", "", "start the command through this rukh-sandbox")
 	signals := flag.Bool("signals", false, "catch Ctrl-C, SIGTERM and SIGHUP before the command starts")
+	host := flag.Bool("host", false, "start the command with the default timer slack, as Rukh's hosts do")
 	flag.Parse()
+	if *host {
+		spawn.MarkHost()
+	}
 	caught := func() {}
 	if *signals {
 		c, done := make(chan os.Signal, 1), make(chan struct{})
@@ -41,7 +49,7 @@ func main() {
 		caught = func() { <-done }
 	}
 	if flag.NArg() < 2 {
-		fmt.Fprintln(os.Stderr, "usage: floor [-store FILE] [-helper PATH] [-signals] PROG FRAME [ENV]...")
+		fmt.Fprintln(os.Stderr, "usage: floor [-store FILE] [-helper PATH] [-signals] [-host] PROG FRAME [ENV]...")
 		os.Exit(2)
 	}
 	if err := run(*storePath, *helper, caught, flag.Arg(0), flag.Arg(1), flag.Args()[2:]); err != nil {

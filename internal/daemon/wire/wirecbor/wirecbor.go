@@ -63,19 +63,10 @@ var (
 type codec struct{}
 
 func (codec) AppendMember(b []byte, v any) ([]byte, error) {
-	w := appender{b}
-	err := EncMode().NewEncoder(&w).Encode(v)
-	return w.b, err
+	data, err := EncMode().Marshal(v)
+	return append(b, data...), err
 }
 
 func (codec) DecodeMember(data []byte, v any) ([]byte, error) {
 	return memberDecMode().UnmarshalFirst(data, v)
-}
-
-// appender is an io.Writer that appends to b.
-type appender struct{ b []byte }
-
-func (a *appender) Write(p []byte) (int, error) {
-	a.b = append(a.b, p...)
-	return len(p), nil
 }
