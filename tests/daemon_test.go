@@ -249,6 +249,19 @@ func (h *dtHome) slowStarted() (pid int, id string) {
 	return pid, id
 }
 
+// startSlow starts `rukh slow` in the background, its output discarded.
+func (h *dtHome) startSlow() *exec.Cmd {
+	h.t.Helper()
+	os.Remove(filepath.Join(h.dir, "slow.pid")) // slowStarted waits for the new one
+	client := exec.Command(h.rukh, "slow")
+	client.Env = h.env
+	client.Stdout, client.Stderr = io.Discard, io.Discard
+	if err := client.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	return client
+}
+
 func (h *dtHome) sock() string { return filepath.Join(h.home, "run", "rukhd.sock") }
 
 // run runs rukh ARGS and returns its stdout, stderr and exit status.
@@ -774,12 +787,7 @@ func testDaemonKilledMidCall(t *testing.T, b *dtBins) {
 func testDaemonClientKilledMidCall(t *testing.T, b *dtBins) {
 	h := dtNewHome(t, b)
 	d := h.startDaemon(b.rukhd, b.build)
-	client := exec.Command(h.rukh, "slow")
-	client.Env = h.env
-	client.Stdout, client.Stderr = io.Discard, io.Discard
-	if err := client.Start(); err != nil {
-		t.Fatal(err)
-	}
+	client := h.startSlow()
 	exited := make(chan struct{})
 	go func() { client.Wait(); close(exited) }()
 	t.Cleanup(func() { client.Process.Kill(); <-exited })
@@ -1438,13 +1446,7 @@ func testDaemonTimerSlack(t *testing.T, b *dtBins) {
 	// then ends it.
 	slowSlack := func() int64 {
 		t.Helper()
-		os.Remove(filepath.Join(h.dir, "slow.pid"))
-		client := exec.Command(h.rukh, "slow")
-		client.Env = h.env
-		client.Stdout, client.Stderr = io.Discard, io.Discard
-		if err := client.Start(); err != nil {
-			t.Fatal(err)
-		}
+		client := h.startSlow()
 		pid, _ := h.slowStarted()
 		syscall.Kill(-pid, syscall.SIGKILL) // its group: the shell and its sleep
 		client.Wait()
@@ -1492,12 +1494,7 @@ func testDaemonProcessors(t *testing.T, b *dtBins) {
 		t.Errorf("a fresh rukhd runs on %d processors, want 1", got)
 	}
 	// A call beside a running one.
-	client := exec.Command(h.rukh, "slow")
-	client.Env = h.env
-	client.Stdout, client.Stderr = io.Discard, io.Discard
-	if err := client.Start(); err != nil {
-		t.Fatal(err)
-	}
+	client := h.startSlow()
 	shPID, _ := h.slowStarted()
 	t.Cleanup(func() {
 		syscall.Kill(-shPID, syscall.SIGKILL)
