@@ -65,17 +65,23 @@ func startedWith(t *testing.T, spec sandbox.Spec, fg bool, script string) (super
 }
 
 // readPIDs reads the pids a script prints, one a line, up to "ready".
-func readPIDs(t *testing.T, r *bufio.Reader) []int {
+func readPIDs(t *testing.T, r *bufio.Reader) []int { return readPIDsN(t, r, 0) }
+
+// readPIDsN is readPIDs for output that has at least n pids, some of
+// which may come after "ready" (other writers share the pipe).
+func readPIDsN(t *testing.T, r *bufio.Reader, n int) []int {
 	t.Helper()
 	var pids []int
-	for {
+	ready := false
+	for !ready || len(pids) < n {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			t.Fatalf("the command ended before it was ready: %v (%q)", err, line)
+			t.Fatalf("the command ended before it was ready: %v (%q, pids %v)", err, line, pids)
 		}
 		line = strings.TrimSpace(line)
 		if line == "ready" {
-			return pids
+			ready = true
+			continue
 		}
 		pid, err := strconv.Atoi(line)
 		if err != nil {
@@ -83,6 +89,7 @@ func readPIDs(t *testing.T, r *bufio.Reader) []int {
 		}
 		pids = append(pids, pid)
 	}
+	return pids
 }
 
 // gone fails for every pid that still names a process: the helper kills
@@ -174,7 +181,9 @@ func TestSuperviseHostDies(t *testing.T) {
 			}
 			t.Cleanup(func() { syscall.Kill(-host.Process.Pid, syscall.SIGKILL); host.Wait(); out.Close() })
 			r := bufio.NewReader(out)
-			pids := readPIDs(t, r)
+			// The host's line (the helper's pid) may come before or after
+			// the command's "ready".
+			pids := readPIDsN(t, r, 3)
 			if len(pids) != 3 {
 				t.Fatalf("pids %v: want the helper's and the command's two", pids)
 			}
