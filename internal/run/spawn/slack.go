@@ -43,15 +43,12 @@ var hostSlack atomic.Int64
 // MarkHost records that this process is a host of calls: the commands it
 // starts (Start, StartTracked) get DefaultTimerSlack, whatever its own
 // slack. The core's main calls it first thing, before it starts anything.
-func MarkHost() {
-	if s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
-		hostSlack.Store(int64(s))
-	}
-}
+func MarkHost() { hostSlack.Store(int64(ThreadTimerSlack())) }
 
 // ThreadTimerSlack is the timer slack of the calling thread: the
-// process's, as every thread has it unless it changed its own. (Another
-// thread's, in /proc, is readable only with CAP_SYS_NICE.)
+// process's, as every thread has it unless it changed its own; 0 if the
+// kernel does not say (a slack of 0 reads as the default). Another
+// thread's, in /proc, is readable only with CAP_SYS_NICE.
 func ThreadTimerSlack() time.Duration {
 	s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
 	if err != nil {
@@ -77,8 +74,8 @@ func forkAsCommand(fork func()) {
 func withThreadSlack(d time.Duration, f func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	was, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	if err == nil && time.Duration(was) != d && unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0) == nil {
+	was := ThreadTimerSlack()
+	if was != 0 && was != d && unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(d), 0, 0, 0) == nil {
 		defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(was), 0, 0, 0)
 	}
 	f()
