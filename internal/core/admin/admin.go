@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gowebpki/jcs"
 	"github.com/rukh-cli/rukh/internal/core/profile"
 	"github.com/rukh-cli/rukh/internal/core/projection"
 	"github.com/rukh-cli/rukh/internal/core/store"
 	"github.com/rukh-cli/rukh/internal/core/wrapper"
+	"github.com/rukh-cli/rukh/internal/jsoncanon"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 )
 
@@ -420,7 +420,7 @@ func revisionHash(r *store.Revision) string {
 	if err != nil {
 		panic(err)
 	}
-	canon, err := jcs.Transform(raw)
+	canon, err := jsoncanon.Transform(raw)
 	if err != nil {
 		panic(err)
 	}

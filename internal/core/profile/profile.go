@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gowebpki/jcs"
+	"github.com/rukh-cli/rukh/internal/jsoncanon"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
@@ -584,7 +584,7 @@ func (p *Profile) Canonical() []byte {
 	if err != nil {
 		panic("profile: marshal: " + err.Error())
 	}
-	out, err := jcs.Transform(raw)
+	out, err := jsoncanon.Transform(raw)
 	if err != nil {
 		panic("profile: canonicalize: " + err.Error())
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/rukh-cli/rukh/internal/jsoncanon"
 )
 
 // The dispatch projection (profile mcp.projection "dispatch",
@@ -103,14 +105,14 @@ func (t *Tool) SchemaFingerprint() string {
 	b := make([]byte, 0, 256+len(t.InputSchema)+len(t.OutputSchema))
 	b = append(b, '[')
 	for _, s := range []string{SchemaDomain, t.Identity, t.Effects} {
-		b = appendCanonicalString(b, s)
+		b = jsoncanon.AppendString(b, s)
 		b = append(b, ',')
 	}
-	var c canonicalizer
-	b, err := c.append(b, t.InputSchema)
+	var c jsoncanon.Canonicalizer
+	b, err := c.Append(b, t.InputSchema)
 	if err == nil {
 		b = append(b, ',')
-		b, err = c.appendOutputSchema(b, t.OutputSchema)
+		b, err = appendOutputSchema(&c, b, t.OutputSchema)
 	}
 	if err != nil {
 		// Build canonicalized both schemas for the catalog hash already.

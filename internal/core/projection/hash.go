@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+
+	"github.com/rukh-cli/rukh/internal/jsoncanon"
 )
 
 // CatalogDomain is the first member of the array the catalog hash covers;
@@ -27,16 +29,16 @@ func catalogHash(p *Projection) (string, error) {
 	h := sha256.New()
 	b := make([]byte, 0, 64<<10)
 	b = append(b, '[')
-	b = appendCanonicalString(b, CatalogDomain)
+	b = jsoncanon.AppendString(b, CatalogDomain)
 	b = append(b, ',')
-	b = appendCanonicalString(b, p.Namespace)
+	b = jsoncanon.AppendString(b, p.Namespace)
 	b = append(b, ',')
 	b = strconv.AppendUint(b, p.Revision, 10)
 	b = append(b, ',')
-	b = appendCanonicalString(b, string(p.Naming))
+	b = jsoncanon.AppendString(b, string(p.Naming))
 	b = append(b, ",["...)
 	var (
-		c   canonicalizer
+		c   jsoncanon.Canonicalizer
 		err error
 	)
 	for i := range p.Tools {
@@ -46,14 +48,14 @@ func catalogHash(p *Projection) (string, error) {
 		}
 		b = append(b, '[')
 		for _, s := range []string{t.Name, t.Identity, t.Digest, t.Title, t.Description} {
-			b = appendCanonicalString(b, s)
+			b = jsoncanon.AppendString(b, s)
 			b = append(b, ',')
 		}
-		if b, err = c.append(b, t.InputSchema); err != nil {
+		if b, err = c.Append(b, t.InputSchema); err != nil {
 			return "", err
 		}
 		b = append(b, ',')
-		if b, err = c.appendOutputSchema(b, t.OutputSchema); err != nil {
+		if b, err = appendOutputSchema(&c, b, t.OutputSchema); err != nil {
 			return "", err
 		}
 		b = append(b, ',')
@@ -96,21 +98,21 @@ func (a Annotations) appendCanonical(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendOutputSchema appends the canonical form of an output schema made
+// appendOutputSchema appends, with c, the canonical form of an output schema made
 // by OutputSchema. The envelope around a structured result's schema is the
 // same for every tool, so its canonical text is computed once and only the
 // publisher's schema is canonicalized per tool.
-func (c *canonicalizer) appendOutputSchema(b, schema []byte) ([]byte, error) {
+func appendOutputSchema(c *jsoncanon.Canonicalizer, b, schema []byte) ([]byte, error) {
 	n := len(schema) - len(structuredTail) - len(envelopeTail)
 	if n < 0 || !bytes.HasPrefix(schema, structuredPrefix) || !bytes.HasSuffix(schema, structuredSuffix) {
-		return c.append(b, schema)
+		return c.Append(b, schema)
 	}
 	env := structuredEnvelope()
 	if env.err != nil {
 		return b, env.err
 	}
 	b = append(b, env.head...)
-	b, err := c.append(b, schema[len(structuredPrefix):n])
+	b, err := c.Append(b, schema[len(structuredPrefix):n])
 	if err != nil {
 		return b, err
 	}
@@ -129,7 +131,7 @@ var structuredEnvelope = sync.OnceValue(func() (env struct {
 	err        error
 }) {
 	const sentinel = `"\u0000publisher-schema"`
-	canon, err := appendCanonical(nil, []byte(envelopeHead+structuredHead+sentinel+structuredTail+envelopeTail))
+	canon, err := jsoncanon.Transform([]byte(envelopeHead + structuredHead + sentinel + structuredTail + envelopeTail))
 	if err != nil {
 		env.err = err
 		return env

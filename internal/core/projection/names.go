@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/rukh-cli/rukh/internal/jsoncanon"
 )
 
 // FingerprintDomain is the first member of the array a tool fingerprint
@@ -43,53 +44,14 @@ func Fingerprint(namespace string, revision uint64, identity string) string {
 func fingerprintInput(namespace string, revision uint64, identity string) []byte {
 	b := make([]byte, 0, 32+len(namespace)+len(identity))
 	b = append(b, '[')
-	b = appendCanonicalString(b, FingerprintDomain)
+	b = jsoncanon.AppendString(b, FingerprintDomain)
 	b = append(b, ',')
-	b = appendCanonicalString(b, namespace)
+	b = jsoncanon.AppendString(b, namespace)
 	b = append(b, ',')
 	b = strconv.AppendUint(b, revision, 10)
 	b = append(b, ',')
-	b = appendCanonicalString(b, identity)
+	b = jsoncanon.AppendString(b, identity)
 	return append(b, ']')
-}
-
-// appendCanonicalString appends s as an RFC 8785 (§3.2.2.2) JSON string.
-func appendCanonicalString(b []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return appendCanonicalText(b, s)
-}
-
-// appendCanonicalBytes is appendCanonicalString for valid UTF-8 bytes.
-func appendCanonicalBytes(b, s []byte) []byte { return appendCanonicalText(b, s) }
-
-func appendCanonicalText[T string | []byte](b []byte, s T) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			if c < 0x20 {
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			} else {
-				b = append(b, c)
-			}
-		}
-	}
-	return append(b, '"')
 }
 
 // ToolName returns the MCP tool name of a command identity in one

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/gowebpki/jcs"
 	"github.com/rukh-cli/rukh/internal/cliname"
+	"github.com/rukh-cli/rukh/internal/jsoncanon"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
@@ -137,7 +137,7 @@ func (m *Manifest) Canonical() []byte {
 	if err != nil {
 		panic("trust: marshal manifest: " + err.Error())
 	}
-	out, err := jcs.Transform(raw)
+	out, err := jsoncanon.Transform(raw)
 	if err != nil {
 		panic("trust: canonicalize manifest: " + err.Error())
 	}

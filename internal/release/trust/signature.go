@@ -5,8 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 
-	"github.com/gowebpki/jcs"
 	"github.com/rukh-cli/rukh/internal/cliname"
+	"github.com/rukh-cli/rukh/internal/jsoncanon"
 	"github.com/rukh-cli/rukh/internal/release/descriptor"
 	"github.com/rukh-cli/rukh/internal/strictjson"
 )
@@ -46,7 +46,7 @@ func Sign(m *Manifest, k PrivateKey) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return jcs.Transform(raw)
+	return jsoncanon.Transform(raw)
 }
 
 // ParseSignature reads rukh-release.sig strictly. Errors are *Error with

@@ -1,34 +1,51 @@
-package projection
+// Package jsoncanon writes the RFC 8785 canonical form of JSON (the JSON
+// Canonicalization Scheme): the bytes Rukh hashes and signs. It gives the
+// same bytes as github.com/gowebpki/jcs, which its tests compare it with
+// on every input they make, in one pass without building a tree. It is
+// Rukh's own because jcs compiles a regular expression when a program
+// starts, 70 µs of every start of a core binary, even one that never
+// canonicalizes (docs/adr/0022-own-json-canonicalization.md).
+package jsoncanon
 
 import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/gowebpki/jcs"
 )
 
-// maxCanonDepth bounds the nesting appendCanonical follows. The schemas it
-// reads were bounded when their descriptors were decoded.
-const maxCanonDepth = 128
+// MaxDepth bounds the nesting a document may have.
+const MaxDepth = 128
 
-var errCanonSyntax = errors.New("not a JSON document")
+var errSyntax = errors.New("not a JSON document")
 
-// appendCanonical appends the RFC 8785 canonical form of the JSON document
-// doc. It gives the same bytes as jcs.Transform (a test compares them) in
-// one pass without building a tree, which made the catalog hash the
-// largest cost of Build.
-func appendCanonical(b, doc []byte) ([]byte, error) {
-	var c canonicalizer
-	return c.append(b, doc)
+// Transform returns the canonical form of the JSON document doc.
+func Transform(doc []byte) ([]byte, error) { return Append(nil, doc) }
+
+// Append appends the canonical form of the JSON document doc to b. On an
+// error it returns b as it was.
+func Append(b, doc []byte) ([]byte, error) {
+	var c Canonicalizer
+	return c.Append(b, doc)
 }
 
-// append is appendCanonical reusing c's scratch space.
-func (c *canonicalizer) append(b, doc []byte) ([]byte, error) {
+// A Canonicalizer is Append with scratch space kept from one document to
+// the next. Its zero value is ready; it is not safe for concurrent use.
+type Canonicalizer struct {
+	in      []byte
+	i       int
+	out     []byte
+	members []member // a stack: each object uses the part above its mark
+	tmp     []byte   // scratch for reordering members
+}
+
+// Append is the package's Append, reusing c's scratch space.
+func (c *Canonicalizer) Append(b, doc []byte) ([]byte, error) {
 	if !utf8.Valid(doc) {
 		return b, errors.New("the document is not UTF-8")
 	}
@@ -39,17 +56,9 @@ func (c *canonicalizer) append(b, doc []byte) ([]byte, error) {
 	}
 	c.space()
 	if c.i != len(c.in) {
-		return b, errCanonSyntax
+		return b, errSyntax
 	}
 	return c.out, nil
-}
-
-type canonicalizer struct {
-	in      []byte
-	i       int
-	out     []byte
-	members []member // a stack: each object uses the part above its mark
-	tmp     []byte   // scratch for reordering members
 }
 
 type member struct {
@@ -57,7 +66,7 @@ type member struct {
 	start, end int    // the member's canonical text in out
 }
 
-func (c *canonicalizer) space() {
+func (c *Canonicalizer) space() {
 	for c.i < len(c.in) {
 		switch c.in[c.i] {
 		case ' ', '\t', '\n', '\r':
@@ -68,10 +77,10 @@ func (c *canonicalizer) space() {
 	}
 }
 
-func (c *canonicalizer) value(depth int) error {
+func (c *Canonicalizer) value(depth int) error {
 	c.space()
 	if c.i >= len(c.in) {
-		return errCanonSyntax
+		return errSyntax
 	}
 	switch ch := c.in[c.i]; {
 	case ch == '{':
@@ -83,7 +92,7 @@ func (c *canonicalizer) value(depth int) error {
 		if err != nil {
 			return err
 		}
-		c.out = appendCanonicalBytes(c.out, s)
+		c.out = AppendBytes(c.out, s)
 		return nil
 	case ch == '-' || ch >= '0' && ch <= '9':
 		return c.number()
@@ -95,11 +104,11 @@ func (c *canonicalizer) value(depth int) error {
 			return nil
 		}
 	}
-	return errCanonSyntax
+	return errSyntax
 }
 
-func (c *canonicalizer) array(depth int) error {
-	if depth > maxCanonDepth {
+func (c *Canonicalizer) array(depth int) error {
+	if depth > MaxDepth {
 		return errors.New("the document is nested too deeply")
 	}
 	c.i++ // [
@@ -116,7 +125,7 @@ func (c *canonicalizer) array(depth int) error {
 		}
 		c.space()
 		if c.i >= len(c.in) {
-			return errCanonSyntax
+			return errSyntax
 		}
 		switch c.in[c.i] {
 		case ',':
@@ -127,15 +136,15 @@ func (c *canonicalizer) array(depth int) error {
 			c.out = append(c.out, ']')
 			return nil
 		default:
-			return errCanonSyntax
+			return errSyntax
 		}
 	}
 }
 
 // object writes each member's canonical text to out as it reads it, then
 // reorders the members by name if they were not in order.
-func (c *canonicalizer) object(depth int) error {
-	if depth > maxCanonDepth {
+func (c *Canonicalizer) object(depth int) error {
+	if depth > MaxDepth {
 		return errors.New("the document is nested too deeply")
 	}
 	c.i++ // {
@@ -152,7 +161,7 @@ func (c *canonicalizer) object(depth int) error {
 	for {
 		c.space()
 		if c.i >= len(c.in) || c.in[c.i] != '"' {
-			return errCanonSyntax
+			return errSyntax
 		}
 		name, err := c.str()
 		if err != nil {
@@ -160,11 +169,11 @@ func (c *canonicalizer) object(depth int) error {
 		}
 		c.space()
 		if c.i >= len(c.in) || c.in[c.i] != ':' {
-			return errCanonSyntax
+			return errSyntax
 		}
 		c.i++
 		start := len(c.out)
-		c.out = appendCanonicalBytes(c.out, name)
+		c.out = AppendBytes(c.out, name)
 		c.out = append(c.out, ':')
 		if err := c.value(depth); err != nil {
 			return err
@@ -172,14 +181,14 @@ func (c *canonicalizer) object(depth int) error {
 		c.members = append(c.members, member{name: name, start: start, end: len(c.out)})
 		c.space()
 		if c.i >= len(c.in) {
-			return errCanonSyntax
+			return errSyntax
 		}
 		if c.in[c.i] == '}' {
 			c.i++
 			break
 		}
 		if c.in[c.i] != ',' {
-			return errCanonSyntax
+			return errSyntax
 		}
 		c.i++
 		c.out = append(c.out, ',')
@@ -208,7 +217,7 @@ func (c *canonicalizer) object(depth int) error {
 
 // str reads a string literal and returns its decoded text, which aliases
 // the input when the literal has no escapes.
-func (c *canonicalizer) str() ([]byte, error) {
+func (c *Canonicalizer) str() ([]byte, error) {
 	c.i++ // "
 	start := c.i
 	for c.i < len(c.in) { // fast path: no escapes
@@ -230,14 +239,14 @@ func (c *canonicalizer) str() ([]byte, error) {
 			c.i++
 			return name, nil
 		case ch < 0x20:
-			return nil, errCanonSyntax
+			return nil, errSyntax
 		case ch != '\\':
 			name = append(name, ch)
 			c.i++
 			continue
 		}
 		if c.i+1 >= len(c.in) {
-			return nil, errCanonSyntax
+			return nil, errSyntax
 		}
 		esc := c.in[c.i+1]
 		c.i += 2
@@ -257,7 +266,7 @@ func (c *canonicalizer) str() ([]byte, error) {
 		case 'u':
 			r, ok := c.hex4()
 			if !ok {
-				return nil, errCanonSyntax
+				return nil, errSyntax
 			}
 			if utf16.IsSurrogate(r) {
 				if r >= 0xdc00 || c.i+1 >= len(c.in) || c.in[c.i] != '\\' || c.in[c.i+1] != 'u' {
@@ -272,13 +281,13 @@ func (c *canonicalizer) str() ([]byte, error) {
 			}
 			name = utf8.AppendRune(name, r)
 		default:
-			return nil, errCanonSyntax
+			return nil, errSyntax
 		}
 	}
-	return nil, errCanonSyntax
+	return nil, errSyntax
 }
 
-func (c *canonicalizer) hex4() (rune, bool) {
+func (c *Canonicalizer) hex4() (rune, bool) {
 	if c.i+4 > len(c.in) {
 		return 0, false
 	}
@@ -293,7 +302,7 @@ func (c *canonicalizer) hex4() (rune, bool) {
 // number reads a number literal (RFC 8259 grammar) and writes its RFC 8785
 // form, the ECMAScript rendering of the IEEE 754 double it denotes. An
 // integer literal of at most 15 digits is already in that form.
-func (c *canonicalizer) number() error {
+func (c *Canonicalizer) number() error {
 	start := c.i
 	if c.in[c.i] == '-' {
 		c.i++
@@ -302,14 +311,14 @@ func (c *canonicalizer) number() error {
 	if c.i < len(c.in) && c.in[c.i] == '0' {
 		c.i++
 	} else if n := c.digits(); n == 0 {
-		return errCanonSyntax
+		return errSyntax
 	}
 	intLen := c.i - intStart
 	simple := true
 	if c.i < len(c.in) && c.in[c.i] == '.' {
 		c.i++
 		if c.digits() == 0 {
-			return errCanonSyntax
+			return errSyntax
 		}
 		simple = false
 	}
@@ -319,7 +328,7 @@ func (c *canonicalizer) number() error {
 			c.i++
 		}
 		if c.digits() == 0 {
-			return errCanonSyntax
+			return errSyntax
 		}
 		simple = false
 	}
@@ -332,15 +341,34 @@ func (c *canonicalizer) number() error {
 	if err != nil {
 		return fmt.Errorf("number %.32q does not fit binary64", lit)
 	}
-	s, err := jcs.NumberToJSON(f)
-	if err != nil {
-		return err
-	}
-	c.out = append(c.out, s...)
+	c.out = appendNumber(c.out, f)
 	return nil
 }
 
-func (c *canonicalizer) digits() int {
+// appendNumber appends f as ECMAScript's Number.prototype.toString writes
+// it (RFC 8785, section 3.2.2.3): the shortest digits that read back as f,
+// in positional notation from 1e-6 up to 1e21 and in exponent notation
+// outside, with an exponent of no leading zeros; zero is "0". f is finite:
+// strconv.ParseFloat of a JSON number gives no NaN, and an infinity only
+// with an error.
+func appendNumber(b []byte, f float64) []byte {
+	if f == 0 {
+		return append(b, '0') // and -0 too
+	}
+	format := byte('e')
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
+		format = 'f'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	// Go writes at least two digits of exponent ("1e+07"); ECMAScript
+	// writes as many as it needs ("1e+7").
+	if n := len(b); format == 'e' && b[n-2] == '0' && (b[n-3] == '+' || b[n-3] == '-') {
+		b = append(b[:n-2], b[n-1])
+	}
+	return b
+}
+
+func (c *Canonicalizer) digits() int {
 	n := 0
 	for c.i < len(c.in) && c.in[c.i] >= '0' && c.in[c.i] <= '9' {
 		c.i++
@@ -378,4 +406,46 @@ func units(r rune) (rune, rune) {
 		return utf16.EncodeRune(r)
 	}
 	return r, 0
+}
+
+// AppendString appends s as an RFC 8785 (section 3.2.2.2) JSON string:
+// only '"', '\\' and the control characters below U+0020 are escaped (\b
+// \t \n \f \r, else \u00hh in lowercase hex). Each run of invalid UTF-8
+// is replaced by one U+FFFD first (strings.ToValidUTF8).
+func AppendString(b []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return appendText(b, s)
+}
+
+// AppendBytes is AppendString for bytes that are valid UTF-8.
+func AppendBytes(b, s []byte) []byte { return appendText(b, s) }
+
+func appendText[T string | []byte](b []byte, s T) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			if c < 0x20 {
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			} else {
+				b = append(b, c)
+			}
+		}
+	}
+	return append(b, '"')
 }
