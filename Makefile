@@ -67,6 +67,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateResult$$' -fuzztime=$(FUZZTIME) ./internal/release/resultschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzArguments$$' -fuzztime=$(FUZZTIME) ./internal/release/values/
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/strictjson/
+	$(GO) test -run='^$$' -fuzz='^FuzzTransform$$' -fuzztime=$(FUZZTIME) ./internal/jsoncanon/
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRecord$$' -fuzztime=$(FUZZTIME) ./internal/core/store/
 	$(GO) test -run='^$$' -fuzz='^FuzzJournal$$' -fuzztime=$(FUZZTIME) ./internal/core/store/
 	$(GO) test -run='^$$' -fuzz='^FuzzJournalGap$$' -fuzztime=$(FUZZTIME) ./internal/core/store/
