@@ -84,10 +84,20 @@ func panicError(path string, r any) error {
 }
 
 // openBolt is bolt.Open for the store at path, with the damage bbolt
-// finds, or panics on, as a *CorruptError. Once bbolt has the file (and
-// its lock), the file is checked with plain reads: a problem there is a
-// *CorruptError too, and the file is closed again.
-func openBolt(path string, opts *bolt.Options) (db *bolt.DB, id fileID, err error) {
+// finds, or panics on, as a *CorruptError. It returns the device and inode
+// of the file bbolt has open. The caller checked the file at path with
+// plain reads before (ensureStoreFile), under the store's lock file, and
+// checked is its device and inode: when bbolt opened that same file, it is
+// not read again. Any other file bbolt has (one made just now, or one put
+// in its place since) is checked once bbolt has it and its lock; a
+// problem there is a *CorruptError too, and the file is closed again.
+func openBolt(path string, checked fileID, opts *bolt.Options) (db *bolt.DB, id fileID, err error) {
+	var file *os.File
+	opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := openFile(name, flag, perm)
+		file = f
+		return f, err
+	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -104,27 +114,26 @@ func openBolt(path string, opts *bolt.Options) (db *bolt.DB, id fileID, err erro
 	case err != nil:
 		return nil, id, err
 	}
-	if id, err = checkOpened(path); err != nil {
+	if id, err = checkOpened(path, file, checked); err != nil {
 		db.Close()
 		return nil, id, err
 	}
 	return db, id, nil
 }
 
-// checkOpened checks the file bbolt just opened (under its lock) before
-// any transaction reads it, and returns its device and inode: what the
-// path must still name for a commit to be acknowledged (identity.go). A
-// file bbolt made just now is empty. Under the lock, nothing else
-// replaces the file between bbolt's open and this one.
-func checkOpened(path string) (fileID, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return fileID{}, fmt.Errorf("open the store at %s: %w", path, err)
+// checkOpened returns the device and inode of f, the file bbolt just
+// opened at path (under its lock), and checks it before any transaction
+// reads it unless it is the file checked already.
+func checkOpened(path string, f *os.File, checked fileID) (fileID, error) {
+	if f == nil {
+		return fileID{}, fmt.Errorf("open the store at %s: bbolt opened no file", path)
 	}
-	defer f.Close()
 	id, err := statID(f)
 	if err != nil {
 		return fileID{}, fmt.Errorf("open the store at %s: %w", path, err)
+	}
+	if id == checked {
+		return id, nil
 	}
 	if err := checkFile(f, false, false); err != nil {
 		return fileID{}, damaged(path, err)

@@ -33,9 +33,9 @@ const LockSuffix = ".lock"
 // soon as it gets it, so an abandoned wait never holds up the queue.
 func sidecarLock(path string, readOnly bool, timeout time.Duration) (*os.File, error) {
 	name := path + LockSuffix
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil && readOnly {
-		f, err = os.Open(name)
+		f, err = openFile(name, os.O_RDONLY, 0)
 		if err != nil {
 			return nil, nil
 		}

@@ -132,11 +132,12 @@ func Open(path string, opts Options) (*Store, error) {
 			lock.Close()
 		}
 	}
-	if err := ensureStoreFile(abs, opts.ReadOnly, opts.Recreate); err != nil {
+	checked, err := ensureStoreFile(abs, opts.ReadOnly, opts.Recreate)
+	if err != nil {
 		release()
 		return nil, err
 	}
-	db, id, err := openBolt(abs, &bolt.Options{
+	db, id, err := openBolt(abs, checked, &bolt.Options{
 		// What is left of the timeout. bbolt retries every 50ms and
 		// gives up once less than 50ms of its timeout is left; the extra
 		// 50ms make the whole wait at least timeout (and at most about
@@ -245,25 +246,30 @@ func (s *Store) prepareStore(readOnly, creating bool) (folded uint64, err error)
 // plain reads first: bbolt would initialize an empty file as a new
 // database, refuse a short one with its own words ("file size too
 // small"), or panic on zeroed meta pages, and every one of those is
-// damage (*CorruptError).
-func ensureStoreFile(path string, readOnly, recreate bool) error {
-	f, err := os.Open(path)
+// damage (*CorruptError). It returns the device and inode of the file it
+// checked; none for a file it created.
+func ensureStoreFile(path string, readOnly, recreate bool) (fileID, error) {
+	f, err := openFile(path, os.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !readOnly:
 		if lost := lostStore(path); lost != nil && !recreate {
-			return lost
+			return fileID{}, lost
 		}
-		return create(path)
+		return fileID{}, create(path)
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("no store at %s: %w", path, err)
+		return fileID{}, fmt.Errorf("no store at %s: %w", path, err)
 	case err != nil:
-		return &UnavailableError{Path: path, Err: err}
+		return fileID{}, &UnavailableError{Path: path, Err: err}
 	}
 	defer f.Close()
-	if err := checkFile(f, false, false); err != nil {
-		return damaged(path, err)
+	id, err := statID(f)
+	if err != nil {
+		return fileID{}, &UnavailableError{Path: path, Err: err}
 	}
-	return nil
+	if err := checkFile(f, false, false); err != nil {
+		return fileID{}, damaged(path, err)
+	}
+	return id, nil
 }
 
 // create makes a new, initialized store at path: bbolt lays it out in a
@@ -275,7 +281,7 @@ func create(path string) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("create the store at %s: %w", path, err)
 	}
-	db, id, err := openBolt(tmp, &bolt.Options{Timeout: lockRetry})
+	db, id, err := openBolt(tmp, fileID{}, &bolt.Options{Timeout: lockRetry})
 	if err != nil {
 		return fmt.Errorf("create the store at %s: %w", path, err)
 	}
