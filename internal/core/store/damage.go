@@ -86,11 +86,13 @@ func panicError(path string, r any) error {
 // openBolt is bolt.Open for the store at path, with the damage bbolt
 // finds, or panics on, as a *CorruptError. It returns the device and inode
 // of the file bbolt has open. The caller checked the file at path with
-// plain reads before (ensureStoreFile), under the store's lock file, and
-// checked is its device and inode: when bbolt opened that same file, it is
-// not read again. Any other file bbolt has (one made just now, or one put
-// in its place since) is checked once bbolt has it and its lock; a
-// problem there is a *CorruptError too, and the file is closed again.
+// plain reads before (ensureStoreFile), and keeps it open until openBolt
+// returns; checked is its device and inode. When bbolt opened that same
+// file it is not read again: every writer of store.db holds the lock file
+// (or bbolt's, on a read-only open without one), and the caller holds it
+// too. Any other file bbolt has (one made just now, or one put at the path
+// since) is checked once bbolt has it and its lock; a problem there is a
+// *CorruptError too, and the file is closed again.
 func openBolt(path string, checked fileID, opts *bolt.Options) (db *bolt.DB, id fileID, err error) {
 	var file *os.File
 	opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -103,6 +105,9 @@ func openBolt(path string, checked fileID, opts *bolt.Options) (db *bolt.DB, id 
 		if r := recover(); r != nil {
 			if !fromBolt(r) {
 				panic(r)
+			}
+			if file != nil {
+				file.Close() // and its lock, which bbolt took
 			}
 			db, err = nil, damaged(path, panicError(path, r))
 		}

@@ -269,3 +269,52 @@ func BenchmarkOpen(b *testing.B) {
 		s.Close()
 	}
 }
+
+// TestOpenChecksAFilePutInPlace: a damaged store file put at the path
+// after Open checked the one there, and before bbolt opens the path, is
+// checked too before any transaction reads it (bbolt's open does not reach
+// the damaged page); so is one a read-only open finds. With nothing put
+// there, the store opens.
+func TestOpenChecksAFilePutInPlace(t *testing.T) {
+	tmpl := bigStore(t)
+	l := readLayout(t, tmpl)
+	damaged, err := os.ReadFile(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.NativeEndian.PutUint64(damaged[l.records*l.pageSize+16+8:], uint64(l.records)) // a branch cycle
+	for _, ro := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "store.db")
+		good, err := os.ReadFile(tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, good, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		swap := false
+		store.SetCheckedHook(func(p string) {
+			if swap && p == path {
+				if err := os.WriteFile(p+".swap", damaged, 0o600); err != nil {
+					t.Error(err)
+				}
+				if err := os.Rename(p+".swap", p); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		t.Cleanup(func() { store.SetCheckedHook(func(string) {}) })
+		s, err := store.Open(path, store.Options{ReadOnly: ro, Timeout: time.Second})
+		if err != nil {
+			t.Fatalf("read-only %v, nothing put in place: %v", ro, err)
+		}
+		s.Close()
+		swap = true
+		s, err = store.Open(path, store.Options{ReadOnly: ro, Timeout: time.Second})
+		if err == nil {
+			s.Close()
+			t.Fatalf("read-only %v: Open accepted the damaged file put in place after its check", ro)
+		}
+		requireDamaged(t, err, path, fmt.Sprintf("page %d is reached twice", l.records))
+	}
+}

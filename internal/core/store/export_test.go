@@ -10,3 +10,7 @@ func ReadJournal(s *Store, path string) (int, error) {
 	_, entries, err := readJournal(path, storeTag(s.secret), 0)
 	return len(entries), err
 }
+
+// SetCheckedHook has Open call f between its check of the store file and
+// bbolt's open of it.
+func SetCheckedHook(f func(path string)) { testHookChecked = f }

@@ -18,8 +18,8 @@ import (
 // is removed, or replaced by another file or a directory, every commit
 // still succeeds — into a file that no later process will ever open. So
 // before a write transaction begins and again before its commit is
-// acknowledged, the open file (its device and inode, read when it was
-// opened under the lock; bbolt does not export its descriptor) is
+// acknowledged, the open file (its device and inode, read from bbolt's
+// own descriptor when it was opened under the lock: openBolt) is
 // compared with what the path names now (as lstat would, without reading
 // the timestamps: statNoTimes): the same device and inode, a regular
 // file, still linked. When it is not, the write is not

@@ -58,7 +58,8 @@ func TestCheckOpened(t *testing.T) {
 }
 
 // TestOpenFile: the store's files are opened blocking and close on exec,
-// with os.OpenFile's errors.
+// with os.OpenFile's errors. (That they stay out of the poller shows only
+// in the system calls: os.OpenFile leaves a regular file blocking too.)
 func TestOpenFile(t *testing.T) {
 	dir := t.TempDir()
 	f, err := openFile(filepath.Join(dir, "f"), os.O_RDWR|os.O_CREATE, 0o600)

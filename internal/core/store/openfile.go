@@ -14,7 +14,8 @@ import (
 // makes it blocking again; five system calls more per open, and a call
 // without a daemon opens these files six times. A file made with
 // os.NewFile from a blocking descriptor stays out of the poller at the
-// cost of one fcntl.
+// cost of one fcntl. perm is the permission bits only (no setuid,
+// setgid or sticky bit), which is all the store asks for.
 func openFile(name string, flag int, perm os.FileMode) (*os.File, error) {
 	for {
 		fd, err := unix.Open(name, flag|unix.O_CLOEXEC, uint32(perm.Perm()))

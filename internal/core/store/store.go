@@ -132,12 +132,13 @@ func Open(path string, opts Options) (*Store, error) {
 			lock.Close()
 		}
 	}
-	checked, err := ensureStoreFile(abs, opts.ReadOnly, opts.Recreate)
+	checked, checkedID, err := ensureStoreFile(abs, opts.ReadOnly, opts.Recreate)
 	if err != nil {
 		release()
 		return nil, err
 	}
-	db, id, err := openBolt(abs, checked, &bolt.Options{
+	testHookChecked(abs)
+	db, id, err := openBolt(abs, checkedID, &bolt.Options{
 		// What is left of the timeout. bbolt retries every 50ms and
 		// gives up once less than 50ms of its timeout is left; the extra
 		// 50ms make the whole wait at least timeout (and at most about
@@ -145,6 +146,11 @@ func Open(path string, opts Options) (*Store, error) {
 		Timeout:  max(time.Until(deadline), 0) + lockRetry,
 		ReadOnly: opts.ReadOnly,
 	})
+	if checked != nil {
+		// Closed only now: while it is open, no other file can have its
+		// inode, so a file put at the path since is never taken for it.
+		checked.Close()
+	}
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		release()
@@ -246,31 +252,37 @@ func (s *Store) prepareStore(readOnly, creating bool) (folded uint64, err error)
 // plain reads first: bbolt would initialize an empty file as a new
 // database, refuse a short one with its own words ("file size too
 // small"), or panic on zeroed meta pages, and every one of those is
-// damage (*CorruptError). It returns the device and inode of the file it
-// checked; none for a file it created.
-func ensureStoreFile(path string, readOnly, recreate bool) (fileID, error) {
+// damage (*CorruptError). It returns the file it checked, open, and its
+// device and inode, for openBolt to tell whether bbolt opened that same
+// file; none for a file it created.
+func ensureStoreFile(path string, readOnly, recreate bool) (*os.File, fileID, error) {
 	f, err := openFile(path, os.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !readOnly:
 		if lost := lostStore(path); lost != nil && !recreate {
-			return fileID{}, lost
+			return nil, fileID{}, lost
 		}
-		return fileID{}, create(path)
+		return nil, fileID{}, create(path)
 	case errors.Is(err, fs.ErrNotExist):
-		return fileID{}, fmt.Errorf("no store at %s: %w", path, err)
+		return nil, fileID{}, fmt.Errorf("no store at %s: %w", path, err)
 	case err != nil:
-		return fileID{}, &UnavailableError{Path: path, Err: err}
+		return nil, fileID{}, &UnavailableError{Path: path, Err: err}
 	}
-	defer f.Close()
 	id, err := statID(f)
 	if err != nil {
-		return fileID{}, &UnavailableError{Path: path, Err: err}
+		f.Close()
+		return nil, fileID{}, &UnavailableError{Path: path, Err: err}
 	}
 	if err := checkFile(f, false, false); err != nil {
-		return fileID{}, damaged(path, err)
+		f.Close()
+		return nil, fileID{}, damaged(path, err)
 	}
-	return id, nil
+	return f, id, nil
 }
+
+// testHookChecked lets tests change the store file between its check and
+// bbolt's open.
+var testHookChecked = func(path string) {}
 
 // create makes a new, initialized store at path: bbolt lays it out in a
 // file beside it, every bucket and the secret are written, and only then
