@@ -22,6 +22,7 @@ import (
 	"github.com/rukh-cli/rukh/internal/mcp/seam"
 	"github.com/rukh-cli/rukh/internal/paths"
 	"github.com/rukh-cli/rukh/internal/run/sandbox"
+	"github.com/rukh-cli/rukh/internal/run/spawn"
 	"github.com/rukh-cli/rukh/internal/testhome"
 	"github.com/rukh-cli/rukh/thin"
 )
@@ -33,9 +34,10 @@ func daemonHost(b *testing.B, dir string) seam.ToolHost { return daemonHostWith(
 // daemonHostWith is daemonHost whose rukhd starts every command through
 // the enforcement helper beside it when helper is set (none otherwise,
 // as in this test binary's directory). rukhd runs as its own process, as
-// it does for `rukh mcp`: in this process it would share the scheduler
-// with the adapter and the client, and a call would cost it no process
-// wake-ups (0.1 ms a call less, docs/benchmarks.md "Ninth pass").
+// it does for `rukh mcp`, with the timer slack an owner's rukhd has: in
+// this process it would share the scheduler with the adapter and the
+// client, and a call would cost it no process wake-ups (0.1 ms a call
+// less, docs/benchmarks.md "Ninth pass").
 func daemonHostWith(b *testing.B, dir string, helper bool) seam.ToolHost {
 	b.Helper()
 	p := paths.Paths{Data: filepath.Join(dir, "data"), Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
@@ -69,7 +71,10 @@ func daemonHostWith(b *testing.B, dir string, helper bool) seam.ToolHost {
 	cmd := exec.Command(rukhd)
 	cmd.Env = append(os.Environ(), "RUKH_HOME="+dir)
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	// With a host's timer slack, as `rukh daemon start` and rukhd.service
+	// start it (docs/adr/0021-host-timer-slack.md), and as BenchmarkCLI's
+	// and BenchmarkHTTP's rukhd run.
+	if err := spawn.WithHostTimerSlack(cmd.Start); err != nil {
 		b.Fatal(err)
 	}
 	exited := make(chan struct{})
