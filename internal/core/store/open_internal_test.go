@@ -16,31 +16,8 @@ import (
 func TestCheckOpened(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "store.db")
-	if err := os.WriteFile(bad, make([]byte, 8192), 0o600); err != nil { // zeroed meta pages
-		t.Fatal(err)
-	}
-	f, err := openFile(bad, os.O_RDONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	id, err := statID(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(dir, "other")
-	if err := os.WriteFile(other, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g, err := openFile(other, os.O_RDONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	otherID, err := statID(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, id := writeOpen(t, bad, make([]byte, 8192)) // zeroed meta pages
+	_, otherID := writeOpen(t, filepath.Join(dir, "other"), nil)
 
 	if got, err := checkOpened(bad, f, id); err != nil || got != id {
 		t.Errorf("the file checked already: %v, %v; want its id %v and no second check", got, err, id)
@@ -82,4 +59,23 @@ func TestOpenFile(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) || !errors.As(err, &pe) || pe.Op != "open" {
 		t.Errorf("a missing file: %v, want an *os.PathError of open that is os.ErrNotExist", err)
 	}
+}
+
+// writeOpen writes data to a new file at path and returns it open, with
+// its device and inode; it is closed when t ends.
+func writeOpen(t *testing.T, path string, data []byte) (*os.File, fileID) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := openFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	id, err := statID(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, id
 }
